@@ -1,0 +1,34 @@
+# libtorch from the PyTorch wheel in the project's virtual environment.
+# Only the sim backend (and later torch_plugin) link it; nothing else may.
+set(NEURON_PYTHON "${CMAKE_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
+    "Python interpreter whose torch package provides libtorch")
+if(NOT EXISTS "${NEURON_PYTHON}")
+  message(FATAL_ERROR "No Python at ${NEURON_PYTHON}: run deploy/dev.sh build, "
+                      "or pass -DNEURON_PYTHON=/path/to/python with torch installed")
+endif()
+execute_process(
+  COMMAND "${NEURON_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+  OUTPUT_VARIABLE NEURON_TORCH_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE
+  RESULT_VARIABLE NEURON_TORCH_RESULT)
+if(NOT NEURON_TORCH_RESULT EQUAL 0)
+  message(FATAL_ERROR "${NEURON_PYTHON} cannot import torch: run deploy/dev.sh build")
+endif()
+list(APPEND CMAKE_PREFIX_PATH "${NEURON_TORCH_PREFIX}")
+# The wheel links Kineto statically into libtorch_cpu, while TorchConfig looks
+# for a separate libkineto and warns when it is missing: point it at the
+# library that holds Kineto.
+get_filename_component(_neuron_torch_root "${NEURON_TORCH_PREFIX}/../.." ABSOLUTE)
+set(kineto_LIBRARY "${_neuron_torch_root}/lib/libtorch_cpu.so" CACHE FILEPATH
+    "Kineto lives inside libtorch_cpu in the PyTorch wheel")
+find_package(Torch REQUIRED)
+get_filename_component(NEURON_TORCH_LIB_DIR "${TORCH_LIBRARY}" DIRECTORY)
+
+# What the project links: ATen/c10 and their headers, nothing else. The
+# `torch` target would also drag in the wheel's MKL link directories and
+# Python-facing libraries, which no daemon component needs.
+add_library(neuron_libtorch INTERFACE)
+target_include_directories(neuron_libtorch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+target_link_libraries(neuron_libtorch INTERFACE
+    "${NEURON_TORCH_LIB_DIR}/libtorch_cpu.so" "${NEURON_TORCH_LIB_DIR}/libc10.so")
+separate_arguments(_neuron_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+target_compile_options(neuron_libtorch INTERFACE ${_neuron_torch_flags})

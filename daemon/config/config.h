@@ -1,0 +1,79 @@
+// The configuration of neuron-rtd: a TOML file (deploy/neuron-rtd.toml shows
+// every key) and command-line flags that override it. Every key is checked;
+// an unknown key or a bad value is an error that names the key, the value
+// and where it came from.
+#ifndef NEURON_RTD_DAEMON_CONFIG_CONFIG_H_
+#define NEURON_RTD_DAEMON_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace neuron::rtd {
+
+// Used when --config is not given and this file exists.
+inline constexpr std::string_view kDefaultConfigPath = "/etc/neuron-rtd/neuron-rtd.toml";
+
+struct ServerConfig {
+  // Empty: the system socket when running as root, else the per-user socket
+  // (proto/neuron/rtd/socket_paths.h).
+  std::string socket_path;
+  // Group that may use the system socket (mode 0660). A per-user socket is
+  // mode 0600 and ignores it.
+  std::string socket_group = "neuron";
+  // Largest gRPC message the daemon accepts or sends.
+  uint64_t max_message_bytes = 64ull << 20;
+  // How long a stopping daemon lets in-flight calls finish.
+  uint32_t shutdown_timeout_ms = 5000;
+};
+
+struct LogConfig {
+  std::string level = "info";  // trace, debug, info, warn, error, critical, off
+};
+
+struct DeviceConfig {
+  std::string backend = "sim";
+  // Physical NeuronCores per logical core (NEURON_LOGICAL_NC_CONFIG): 1 or 2;
+  // 0 takes the platform's default.
+  uint32_t logical_nc_config = 0;
+};
+
+struct SimConfig {
+  std::string preset = "dev";
+};
+
+struct DaemonConfig {
+  ServerConfig server;
+  LogConfig log;
+  DeviceConfig device;
+  SimConfig sim;
+};
+
+// Parses TOML text; `source` names it in errors (a path, or "<string>").
+// Keys that are absent keep their defaults.
+absl::StatusOr<DaemonConfig> ParseConfig(std::string_view toml, std::string_view source);
+
+// Reads and parses a file. NOT_FOUND when it does not exist.
+absl::StatusOr<DaemonConfig> LoadConfigFile(const std::string& path);
+
+// Values given on the command line; each replaces its key.
+struct ConfigOverrides {
+  std::optional<std::string> socket_path;   // --socket
+  std::optional<std::string> sim_preset;    // --sim-preset
+  std::optional<std::string> log_level;     // --log-level
+  std::optional<int64_t> logical_nc_config; // --logical-nc-config
+};
+
+// Checks each override as the file's keys are checked; errors name the flag.
+absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& config);
+
+// The socket the daemon listens on: server.socket, else the default for the
+// running user.
+std::string EffectiveSocketPath(const ServerConfig& config);
+
+}  // namespace neuron::rtd
+
+#endif  // NEURON_RTD_DAEMON_CONFIG_CONFIG_H_

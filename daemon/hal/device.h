@@ -1,0 +1,66 @@
+// The hardware abstraction layer: what the daemon needs from a Neuron device,
+// whichever backend provides it (hal/sim today; libnrt on real Trainium).
+// Nothing above the HAL may depend on which backend runs.
+#ifndef NEURON_RTD_DAEMON_HAL_DEVICE_H_
+#define NEURON_RTD_DAEMON_HAL_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "daemon/hal/device_info.h"
+
+namespace neuron::rtd::hal {
+
+// A range of device memory, in device virtual addresses. Device addresses are
+// never dereferenced on the host.
+struct DeviceRange {
+  uint64_t address = 0;
+  uint64_t size = 0;
+
+  uint64_t end() const { return address + size; }
+};
+
+// One chip. Owned by its Backend; lives as long as the Backend.
+// Thread-safety: every method may be called from any thread.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual const DeviceInfo& info() const = 0;
+
+  // All of the device's HBM. The memory allocator (daemon/memory) hands out
+  // sub-ranges of it.
+  virtual DeviceRange hbm() const = 0;
+
+  // Makes a page-aligned sub-range of hbm() usable before the allocator hands
+  // it out, and gives it back once nothing uses it any more; after Release the
+  // range's contents are undefined. A backend whose memory is always
+  // resident may do nothing.
+  virtual absl::Status Acquire(DeviceRange range) = 0;
+  virtual absl::Status Release(DeviceRange range) = 0;
+};
+
+// A set of devices, created once at daemon start.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendKind kind() const = 0;
+  // Devices in index order; device i has info().index == i.
+  virtual std::span<Device* const> devices() const = 0;
+
+  uint32_t total_logical_cores() const;
+};
+
+// The HBM granularity of Acquire/Release: ranges must be aligned to it.
+inline constexpr uint64_t kHbmPageBytes = 64 * 1024;
+
+std::string_view ArchitectureName(Architecture architecture);
+std::string_view BackendKindName(BackendKind kind);
+
+}  // namespace neuron::rtd::hal
+
+#endif  // NEURON_RTD_DAEMON_HAL_DEVICE_H_

@@ -1,0 +1,39 @@
+#include "daemon/hal/sim/sim_backend.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace neuron::rtd::hal::sim {
+
+SimBackend::SimBackend(std::vector<std::unique_ptr<SimDevice>> devices)
+    : devices_(std::move(devices)) {
+  device_views_.reserve(devices_.size());
+  for (const auto& device : devices_) device_views_.push_back(device.get());
+}
+
+absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& options,
+                                                             OsSysCalls& sys_calls) {
+  const SimPreset* preset = FindSimPreset(options.preset);
+  if (preset == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown simulator preset \"", options.preset,
+                                                   "\"; known presets: ", SimPresetNames()));
+  }
+  absl::StatusOr<std::vector<DeviceInfo>> topology =
+      BuildTopology(*preset, options.logical_nc_config);
+  if (!topology.ok()) return topology.status();
+
+  std::vector<std::unique_ptr<SimDevice>> devices;
+  devices.reserve(topology->size());
+  for (DeviceInfo& info : *topology) {
+    const uint64_t base = kDeviceAddressBase + uint64_t{info.index} * kDeviceAddressStride;
+    absl::StatusOr<std::unique_ptr<HbmArena>> arena =
+        HbmArena::Reserve(base, info.hbm_total_bytes, sys_calls);
+    if (!arena.ok()) {
+      return absl::Status(arena.status().code(), absl::StrCat("device ", info.index, ": ",
+                                                              arena.status().message()));
+    }
+    devices.push_back(std::make_unique<SimDevice>(std::move(info), *std::move(arena)));
+  }
+  return std::make_unique<SimBackend>(std::move(devices));
+}
+
+}  // namespace neuron::rtd::hal::sim

@@ -1,0 +1,72 @@
+// The simulated Trainium backend: devices whose topology follows a preset,
+// whose HBM is a reserved host arena, and whose kernels (later issues) run as
+// ATen CPU kernels on that memory.
+#ifndef NEURON_RTD_DAEMON_HAL_SIM_SIM_BACKEND_H_
+#define NEURON_RTD_DAEMON_HAL_SIM_SIM_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/hal/device.h"
+#include "daemon/hal/sim/hbm_arena.h"
+#include "daemon/hal/sim/presets.h"
+
+namespace neuron::rtd::hal::sim {
+
+// Device virtual addresses of simulated HBM: chip i's memory starts at
+// kDeviceAddressBase + i * kDeviceAddressStride. The range is non-canonical
+// on x86-64 and AArch64, so no host pointer can ever equal a device address.
+inline constexpr uint64_t kDeviceAddressBase = 0x4e00'0000'0000'0000;
+inline constexpr uint64_t kDeviceAddressStride = uint64_t{1} << 40;
+
+struct SimOptions {
+  std::string preset{kDefaultSimPreset};
+  // Physical cores per logical core; 0 takes the preset's default.
+  uint32_t logical_nc_config = 0;
+};
+
+class SimDevice final : public Device {
+ public:
+  SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena)
+      : info_(std::move(info)), arena_(std::move(arena)) {}
+
+  const DeviceInfo& info() const override { return info_; }
+  DeviceRange hbm() const override { return arena_->range(); }
+  absl::Status Acquire(DeviceRange range) override { return arena_->Commit(range); }
+  absl::Status Release(DeviceRange range) override { return arena_->Decommit(range); }
+
+  // The host memory behind device memory, for the sim's kernels and DMA.
+  HbmArena& arena() { return *arena_; }
+
+ private:
+  const DeviceInfo info_;
+  const std::unique_ptr<HbmArena> arena_;
+};
+
+class SimBackend final : public Backend {
+ public:
+  explicit SimBackend(std::vector<std::unique_ptr<SimDevice>> devices);
+
+  BackendKind kind() const override { return BackendKind::kSim; }
+  std::span<Device* const> devices() const override { return device_views_; }
+
+  SimDevice& sim_device(uint32_t index) { return *devices_[index]; }
+
+ private:
+  std::vector<std::unique_ptr<SimDevice>> devices_;
+  std::vector<Device*> device_views_;
+};
+
+// INVALID_ARGUMENT for an unknown preset or a bad LNC (the message names the
+// valid values); RESOURCE_EXHAUSTED when the HBM cannot be reserved.
+absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& options,
+                                                             OsSysCalls& sys_calls);
+
+}  // namespace neuron::rtd::hal::sim
+
+#endif  // NEURON_RTD_DAEMON_HAL_SIM_SIM_BACKEND_H_

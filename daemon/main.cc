@@ -1,0 +1,105 @@
+// neuron-rtd: the per-host Neuron runtime daemon.
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_format.h"
+#include "daemon/common/logging.h"
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/config/config.h"
+#include "daemon/server/daemon.h"
+#include "neuron/version.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+constexpr int kExitStartFailure = 1;
+constexpr int kExitBadConfig = 2;
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "neuron-rtd: %s\n", std::string(status.message()).c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace neuron::rtd;
+
+  CLI::App app{"neuron-rtd: the Neuron runtime daemon. It owns the host's NeuronCores and HBM "
+               "and serves PyTorch processes (torch_neuronx) over a Unix socket."};
+  std::string config_path;
+  std::string socket_path, sim_preset, log_level;
+  int64_t logical_nc_config = 0;
+  bool show_version = false;
+  app.add_option("--config", config_path,
+                 absl::StrFormat("TOML configuration file (default: %s when it exists)",
+                                 kDefaultConfigPath));
+  app.add_option("--socket", socket_path, "Unix socket to serve on (server.socket)");
+  app.add_option("--sim-preset", sim_preset,
+                 "simulated topology: dev, trn2.3xlarge, trn2.48xlarge, trn3 (sim.preset)");
+  app.add_option("--log-level", log_level,
+                 "trace, debug, info, warn, error, critical or off (log.level)");
+  app.add_option("--logical-nc-config", logical_nc_config,
+                 "physical NeuronCores per logical core, 1 or 2 (device.logical_nc_config)");
+  app.add_flag("--version", show_version, "print the version and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  if (show_version) {
+    std::printf("neuron-rtd %s\n", NEURON_RTD_VERSION);
+    return 0;
+  }
+
+  // Files the daemon creates (socket, lock, directories) get their modes set
+  // explicitly; nothing is ever created open to others in between.
+  ::umask(0077);
+  // Signals are taken synchronously by sigwait below; every thread created
+  // from here on inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  DaemonConfig config;
+  if (!config_path.empty() || ::access(std::string(kDefaultConfigPath).c_str(), F_OK) == 0) {
+    const std::string path = config_path.empty() ? std::string(kDefaultConfigPath) : config_path;
+    absl::StatusOr<DaemonConfig> loaded = LoadConfigFile(path);
+    if (!loaded.ok()) return Fail(kExitBadConfig, loaded.status());
+    config = *std::move(loaded);
+  }
+  ConfigOverrides overrides;
+  if (app.count("--socket") > 0) overrides.socket_path = socket_path;
+  if (app.count("--sim-preset") > 0) overrides.sim_preset = sim_preset;
+  if (app.count("--log-level") > 0) overrides.log_level = log_level;
+  if (app.count("--logical-nc-config") > 0) overrides.logical_nc_config = logical_nc_config;
+  if (absl::Status status = ApplyOverrides(overrides, config); !status.ok()) {
+    return Fail(kExitBadConfig, status);
+  }
+
+  InitLogging(config.log.level);
+
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Create(config, DefaultOsSysCalls());
+  if (!daemon.ok()) return Fail(kExitStartFailure, daemon.status());
+  if (absl::Status status = (*daemon)->Start(); !status.ok()) {
+    return Fail(kExitStartFailure, status);
+  }
+  sd_notifyf(0, "READY=1\nSTATUS=serving on unix:%s\nMAINPID=%d",
+             (*daemon)->socket_path().c_str(), static_cast<int>(::getpid()));
+
+  int signal_number = 0;
+  while (sigwait(&stop_signals, &signal_number) != 0) {
+  }
+  spdlog::info("received {}, stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  sd_notify(0, "STOPPING=1");
+  (*daemon)->Shutdown(absl::Milliseconds(config.server.shutdown_timeout_ms));
+  daemon->reset();
+  spdlog::info("stopped");
+  return 0;
+}

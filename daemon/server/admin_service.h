@@ -1,0 +1,33 @@
+// neuron.rtd.v1.Admin. Methods whose component has not landed yet answer
+// UNIMPLEMENTED (UnimplementedMessageInterceptor names them).
+#ifndef NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
+#define NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
+
+#include "daemon/hal/device.h"
+#include "daemon/server/daemon_status.h"
+#include "daemon/server/peer_credentials.h"
+#include "neuron/rtd/v1/admin.grpc.pb.h"
+
+namespace neuron::rtd {
+
+// Lifetime: the backend, registry and status outlive the service.
+// Thread-safety: handlers run concurrently on gRPC's threads.
+class AdminService final : public v1::Admin::Service {
+ public:
+  AdminService(const hal::Backend& backend, const PeerRegistry& peers, const DaemonStatus& status)
+      : backend_(backend), peers_(peers), status_(status) {}
+
+  grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
+                      v1::HealthResponse* response) override;
+  grpc::Status ListDevices(grpc::ServerContext* context, const v1::AdminListDevicesRequest* request,
+                           v1::AdminListDevicesResponse* response) override;
+
+ private:
+  const hal::Backend& backend_;
+  const PeerRegistry& peers_;
+  const DaemonStatus& status_;
+};
+
+}  // namespace neuron::rtd
+
+#endif  // NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_

@@ -1,0 +1,120 @@
+#include "daemon/server/daemon.h"
+
+#include <grp.h>
+#include <grpcpp/server_builder.h>
+#include <grpcpp/server_posix.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/hal/sim/sim_backend.h"
+#include "daemon/server/unimplemented_interceptor.h"
+#include "neuron/rtd/socket_paths.h"
+#include "spdlog/spdlog.h"
+
+namespace neuron::rtd {
+namespace {
+
+std::optional<gid_t> LookupGroup(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  group entry{};
+  group* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getgrnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+      found == nullptr) {
+    return std::nullopt;
+  }
+  return entry.gr_gid;
+}
+
+// The system socket is shared with a group (0660); any other socket belongs
+// to the daemon's user alone (0600).
+ListenerOptions MakeListenerOptions(const ServerConfig& config) {
+  ListenerOptions options;
+  options.path = EffectiveSocketPath(config);
+  if (options.path == kSystemSocketPath) {
+    options.mode = 0660;
+    options.directory_mode = 0755;
+    options.group = LookupGroup(config.socket_group);
+    if (!options.group && !config.socket_group.empty()) {
+      spdlog::warn("group '{}' (server.socket_group) does not exist; {} keeps the daemon's group",
+                   config.socket_group, options.path);
+    }
+  } else {
+    options.mode = 0600;
+    options.directory_mode = 0700;
+    const std::string directory = options.path.substr(0, options.path.rfind('/'));
+    options.require_private_directory = directory == PerUserSocketDir();
+  }
+  return options;
+}
+
+}  // namespace
+
+Daemon::Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend,
+               std::unique_ptr<UnixSocketListener> listener)
+    : config_(config),
+      backend_(std::move(backend)),
+      admin_service_(*backend_, peers_, status_),
+      runtime_service_(*backend_),
+      listener_(std::move(listener)) {}
+
+Daemon::~Daemon() {
+  if (server_) Shutdown(absl::ZeroDuration());
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& config,
+                                                       OsSysCalls& sys_calls) {
+  absl::StatusOr<std::unique_ptr<hal::sim::SimBackend>> backend = hal::sim::CreateSimBackend(
+      hal::sim::SimOptions{.preset = config.sim.preset,
+                           .logical_nc_config = config.device.logical_nc_config},
+      sys_calls);
+  if (!backend.ok()) return backend.status();
+
+  absl::StatusOr<std::unique_ptr<UnixSocketListener>> listener =
+      UnixSocketListener::Create(MakeListenerOptions(config.server), sys_calls);
+  if (!listener.ok()) return listener.status();
+
+  return std::unique_ptr<Daemon>(
+      new Daemon(config, *std::move(backend), *std::move(listener)));
+}
+
+absl::Status Daemon::Start() {
+  grpc::ServerBuilder builder;
+  const int max_message = static_cast<int>(config_.server.max_message_bytes);
+  builder.SetMaxReceiveMessageSize(max_message);
+  builder.SetMaxSendMessageSize(max_message);
+  builder.RegisterService(&admin_service_);
+  builder.RegisterService(&runtime_service_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<UnimplementedInterceptorFactory>());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  // No listening port: the daemon accepts connections itself, to read each
+  // peer's credentials, and hands them to gRPC.
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) return absl::InternalError("cannot start the gRPC server");
+
+  listener_->Start([this](int fd, const PeerCredentials& peer) {
+    peers_.Record(fd, peer);
+    spdlog::debug("connection from pid {} uid {} gid {} (fd {})", peer.pid, peer.uid, peer.gid,
+                  fd);
+    grpc::AddInsecureChannelFromFd(server_.get(), fd);
+  });
+  const hal::Backend& backend = *backend_;
+  spdlog::info("neuron-rtd serving {} {} device(s), {} core(s) on unix:{}",
+               backend.devices().size(), hal::BackendKindName(backend.kind()),
+               backend.total_logical_cores(), listener_->path());
+  return absl::OkStatus();
+}
+
+void Daemon::Shutdown(absl::Duration grace) {
+  status_.set_state(v1::SERVING_STATE_STOPPING);
+  listener_->Stop();
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
+    server_->Wait();
+    server_.reset();
+  }
+}
+
+}  // namespace neuron::rtd

@@ -1,0 +1,58 @@
+// neuron-rtd as a whole: the device backend, the gRPC services and the
+// listening socket, started and stopped in the right order.
+#ifndef NEURON_RTD_DAEMON_SERVER_DAEMON_H_
+#define NEURON_RTD_DAEMON_SERVER_DAEMON_H_
+
+#include <grpcpp/server.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/config/config.h"
+#include "daemon/hal/device.h"
+#include "daemon/server/admin_service.h"
+#include "daemon/server/daemon_status.h"
+#include "daemon/server/peer_credentials.h"
+#include "daemon/server/runtime_service.h"
+#include "daemon/server/unix_socket_listener.h"
+
+namespace neuron::rtd {
+
+// Thread-safety: Create, Start and Shutdown are called from one thread.
+class Daemon {
+ public:
+  // Creates the backend and takes the socket; nothing is served until Start.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(const DaemonConfig& config,
+                                                        OsSysCalls& sys_calls);
+  ~Daemon();
+
+  // Starts serving on the socket.
+  absl::Status Start();
+
+  // Stops accepting connections and removes the socket, lets in-flight calls
+  // finish within `grace`, cancels the rest, and returns when the server has
+  // stopped.
+  void Shutdown(absl::Duration grace);
+
+  const std::string& socket_path() const { return listener_->path(); }
+  const hal::Backend& backend() const { return *backend_; }
+
+ private:
+  Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend,
+         std::unique_ptr<UnixSocketListener> listener);
+
+  const DaemonConfig config_;
+  DaemonStatus status_;
+  PeerRegistry peers_;
+  std::unique_ptr<hal::Backend> backend_;
+  AdminService admin_service_;
+  RuntimeService runtime_service_;
+  std::unique_ptr<UnixSocketListener> listener_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace neuron::rtd
+
+#endif  // NEURON_RTD_DAEMON_SERVER_DAEMON_H_

@@ -1,0 +1,54 @@
+#include "daemon/server/device_proto.h"
+
+namespace neuron::rtd {
+
+v1::BackendKind ToProto(hal::BackendKind kind) {
+  switch (kind) {
+    case hal::BackendKind::kSim:
+      return v1::BACKEND_KIND_SIM;
+    case hal::BackendKind::kHardware:
+      return v1::BACKEND_KIND_HARDWARE;
+  }
+  return v1::BACKEND_KIND_UNSPECIFIED;
+}
+
+namespace {
+
+v1::Architecture ArchitectureToProto(hal::Architecture architecture) {
+  switch (architecture) {
+    case hal::Architecture::kTrainium2:
+      return v1::ARCHITECTURE_TRAINIUM2;
+    case hal::Architecture::kTrainium3:
+      return v1::ARCHITECTURE_TRAINIUM3;
+  }
+  return v1::ARCHITECTURE_UNSPECIFIED;
+}
+
+void DeviceToProto(const hal::DeviceInfo& info, v1::DeviceInfo* out) {
+  out->set_index(info.index);
+  out->set_instance_type(info.instance_type);
+  out->set_architecture(ArchitectureToProto(info.architecture));
+  out->set_backend(ToProto(info.backend));
+  out->set_physical_cores(info.physical_cores);
+  out->set_logical_nc_config(info.logical_nc_config);
+  for (uint32_t core = 0; core < info.logical_cores(); ++core) {
+    v1::CoreInfo* core_info = out->add_cores();
+    core_info->set_index(info.first_core_index + core);
+    core_info->set_device_index(info.index);
+    core_info->set_physical_cores(info.logical_nc_config);
+  }
+  out->set_hbm_total_bytes(info.hbm_total_bytes);
+  // Segments arrive with the memory allocator; until then nothing holds HBM.
+  out->set_hbm_used_bytes(0);
+  for (uint32_t neighbour : info.connected_devices) out->add_connected_devices(neighbour);
+  out->set_bus_id(info.bus_id);
+}
+
+}  // namespace
+
+void DevicesToProto(const hal::Backend& backend,
+                    google::protobuf::RepeatedPtrField<v1::DeviceInfo>* out) {
+  for (const hal::Device* device : backend.devices()) DeviceToProto(device->info(), out->Add());
+}
+
+}  // namespace neuron::rtd

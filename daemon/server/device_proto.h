@@ -1,0 +1,19 @@
+// HAL device descriptions in their wire form.
+#ifndef NEURON_RTD_DAEMON_SERVER_DEVICE_PROTO_H_
+#define NEURON_RTD_DAEMON_SERVER_DEVICE_PROTO_H_
+
+#include "daemon/hal/device.h"
+#include "google/protobuf/repeated_ptr_field.h"
+#include "neuron/rtd/v1/common.pb.h"
+
+namespace neuron::rtd {
+
+v1::BackendKind ToProto(hal::BackendKind kind);
+
+// Every device of the backend, in index order.
+void DevicesToProto(const hal::Backend& backend,
+                    google::protobuf::RepeatedPtrField<v1::DeviceInfo>* out);
+
+}  // namespace neuron::rtd
+
+#endif  // NEURON_RTD_DAEMON_SERVER_DEVICE_PROTO_H_
