@@ -45,6 +45,9 @@ class OsSysCallsImpl final : public OsSysCalls {
   SysCallInt Chown(const std::string& path, uid_t uid, gid_t gid) override {
     return FromInt(::chown(path.c_str(), uid, gid));
   }
+  SysCallInt Stat(const std::string& path, struct stat* out) override {
+    return FromInt(::stat(path.c_str(), out));
+  }
   SysCallInt Lstat(const std::string& path, struct stat* out) override {
     return FromInt(::lstat(path.c_str(), out));
   }

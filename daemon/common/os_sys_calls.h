@@ -44,6 +44,7 @@ class OsSysCalls {
   virtual SysCallInt Mkdir(const std::string& path, mode_t mode) = 0;
   virtual SysCallInt Chmod(const std::string& path, mode_t mode) = 0;
   virtual SysCallInt Chown(const std::string& path, uid_t uid, gid_t gid) = 0;
+  virtual SysCallInt Stat(const std::string& path, struct stat* out) = 0;
   virtual SysCallInt Lstat(const std::string& path, struct stat* out) = 0;
 
   virtual SysCallPtr Mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) = 0;

@@ -172,6 +172,9 @@ std::string Location(std::string_view source, const toml::source_region& region)
 
 // The node as TOML would write it, for error messages.
 std::string Render(const toml::node& node) {
+  if (const std::optional<std::string> text = node.value<std::string>(); node.is_string()) {
+    return absl::StrCat("\"", *text, "\"");
+  }
   std::ostringstream out;
   node.visit([&out](const auto& value) { out << value; });
   return out.str();

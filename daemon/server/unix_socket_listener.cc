@@ -52,14 +52,19 @@ std::string ParentDirectory(const std::string& path) {
 
 absl::Status EnsureDirectory(const std::string& directory, mode_t mode, bool require_private,
                              OsSysCalls& sys_calls) {
+  // A private directory must be the directory itself, never a symlink that
+  // someone else could point elsewhere; any other may be reached through one.
+  auto inspect = [&](struct stat* info) {
+    return require_private ? sys_calls.Lstat(directory, info) : sys_calls.Stat(directory, info);
+  };
   struct stat info {};
-  SysCallInt found = sys_calls.Lstat(directory, &info);
+  SysCallInt found = inspect(&info);
   if (!found.ok() && found.error == ENOENT) {
     SysCallInt made = sys_calls.Mkdir(directory, mode);
     if (!made.ok() && made.error != EEXIST) {
       return Failed(made.error, "cannot create socket directory", directory);
     }
-    found = sys_calls.Lstat(directory, &info);
+    found = inspect(&info);
   }
   if (!found.ok()) return Failed(found.error, "cannot inspect socket directory", directory);
   if (!S_ISDIR(info.st_mode)) {
@@ -152,7 +157,8 @@ absl::StatusOr<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Create(
           EnsureDirectory(ParentDirectory(options.path), options.directory_mode,
                           options.require_private_directory, sys_calls);
       !status.ok()) {
-    return status;
+    return absl::Status(status.code(),
+                        absl::StrFormat("cannot serve on %s: %s", options.path, status.message()));
   }
 
   absl::StatusOr<int> lock_fd = LockSocketPath(options.path, sys_calls);

@@ -1,0 +1,45 @@
+// libneuronrt: the C++ client of neuron-rtd. No PyTorch dependency.
+#ifndef NEURONRT_CLIENT_H_
+#define NEURONRT_CLIENT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "neuronrt/address.h"
+#include "neuronrt/device_info.h"
+
+namespace neuronrt {
+
+struct ClientOptions {
+  // "unix:/path"; empty resolves as ResolveDaemonAddress describes.
+  std::string address;
+  // Deadline of each control-plane call.
+  absl::Duration rpc_timeout = absl::Seconds(10);
+};
+
+// A connection to one daemon.
+//
+// Errors: UNAVAILABLE when the daemon cannot be reached (the message names
+// the address and where it came from); otherwise the daemon's own status.
+// Thread-safety: every method may be called from any thread at once.
+class Client {
+ public:
+  // Resolves the address and prepares the connection; nothing is sent until
+  // the first call. UNAVAILABLE when no socket exists at the address.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const ClientOptions& options = {});
+
+  virtual ~Client() = default;
+
+  virtual const DaemonAddress& address() const = 0;
+
+  virtual absl::StatusOr<std::vector<DeviceInfo>> ListDevices() const = 0;
+  virtual absl::StatusOr<HealthInfo> Health() const = 0;
+  virtual absl::StatusOr<RuntimeInfo> GetRuntimeInfo() const = 0;
+};
+
+}  // namespace neuronrt
+
+#endif  // NEURONRT_CLIENT_H_

@@ -1,0 +1,56 @@
+// Devices and cores as the daemon reports them.
+#ifndef NEURONRT_DEVICE_INFO_H_
+#define NEURONRT_DEVICE_INFO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace neuronrt {
+
+struct DeviceInfo {
+  uint32_t index = 0;
+  std::string instance_type;
+  std::string architecture;  // "trainium2", "trainium3"
+  std::string backend;       // "sim", "hardware"
+  uint32_t physical_cores = 0;
+  uint32_t logical_nc_config = 0;
+  // Host-wide indices of the device's logical cores (NEURON_RT_VISIBLE_CORES
+  // numbering).
+  std::vector<uint32_t> cores;
+  uint64_t hbm_total_bytes = 0;
+  uint64_t hbm_used_bytes = 0;
+  std::vector<uint32_t> connected_devices;
+  std::string bus_id;
+};
+
+// The peer the daemon saw on the caller's connection.
+struct PeerIdentity {
+  int32_t pid = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+struct HealthInfo {
+  std::string state;  // "serving", "draining", "stopping"
+  std::string daemon_version;
+  int32_t daemon_pid = 0;
+  uint64_t uptime_ms = 0;
+  std::string backend;
+  uint32_t device_count = 0;
+  uint32_t core_count = 0;
+  PeerIdentity caller;
+
+  bool serving() const { return state == "serving"; }
+};
+
+struct RuntimeInfo {
+  std::string daemon_version;
+  uint32_t abi_version_major = 0;
+  uint32_t abi_version_minor = 0;
+  std::string backend;
+};
+
+}  // namespace neuronrt
+
+#endif  // NEURONRT_DEVICE_INFO_H_

@@ -1,0 +1,118 @@
+#include "client/neuronctl/format.h"
+
+#include <algorithm>
+#include <array>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace neuronctl {
+
+std::string FormatBytes(uint64_t bytes) {
+  constexpr std::array<const char*, 6> kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return absl::StrFormat("%d B", bytes);
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (value == static_cast<double>(static_cast<uint64_t>(value))) {
+    return absl::StrFormat("%d %s", static_cast<uint64_t>(value), kUnits[unit]);
+  }
+  return absl::StrFormat("%.1f %s", value, kUnits[unit]);
+}
+
+std::string FormatIndexRanges(const std::vector<uint32_t>& indices) {
+  std::vector<uint32_t> sorted = indices;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> parts;
+  for (size_t start = 0; start < sorted.size();) {
+    size_t end = start;
+    while (end + 1 < sorted.size() && sorted[end + 1] == sorted[end] + 1) ++end;
+    parts.push_back(end == start ? absl::StrFormat("%d", sorted[start])
+                                 : absl::StrFormat("%d-%d", sorted[start], sorted[end]));
+    start = end + 1;
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices) {
+  const std::vector<std::string> header = {"DEVICE", "INSTANCE TYPE", "ARCH",     "BACKEND",
+                                           "CORES",  "LNC",           "HBM TOTAL", "HBM USED",
+                                           "CONNECTED"};
+  std::vector<std::vector<std::string>> rows = {header};
+  for (const neuronrt::DeviceInfo& device : devices) {
+    rows.push_back({absl::StrFormat("%d", device.index), device.instance_type,
+                    device.architecture, device.backend,
+                    absl::StrFormat("%d (%s)", device.cores.size(),
+                                    FormatIndexRanges(device.cores)),
+                    absl::StrFormat("%d", device.logical_nc_config),
+                    FormatBytes(device.hbm_total_bytes), FormatBytes(device.hbm_used_bytes),
+                    device.connected_devices.empty()
+                        ? "-"
+                        : absl::StrJoin(device.connected_devices, ",")});
+  }
+  std::vector<size_t> widths(header.size(), 0);
+  for (const auto& row : rows) {
+    for (size_t column = 0; column < row.size(); ++column) {
+      widths[column] = std::max(widths[column], row[column].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t column = 0; column < row.size(); ++column) {
+      line += row[column];
+      if (column + 1 < row.size()) line += std::string(widths[column] - row[column].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const neuronrt::DeviceInfo& device : devices) {
+    list.push_back({
+        {"index", device.index},
+        {"instance_type", device.instance_type},
+        {"architecture", device.architecture},
+        {"backend", device.backend},
+        {"physical_cores", device.physical_cores},
+        {"logical_nc_config", device.logical_nc_config},
+        {"cores", device.cores.size()},
+        {"core_indices", device.cores},
+        {"hbm_total_bytes", device.hbm_total_bytes},
+        {"hbm_used_bytes", device.hbm_used_bytes},
+        {"connected_devices", device.connected_devices},
+        {"bus_id", device.bus_id},
+    });
+  }
+  return {{"devices", std::move(list)}};
+}
+
+std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target) {
+  return absl::StrFormat(
+      "neuron-rtd %s at %s: %s\n  pid %d, up %.1f s, %s backend, %d device(s), %d core(s)\n",
+      health.daemon_version, target, health.state, health.daemon_pid,
+      static_cast<double>(health.uptime_ms) / 1000.0, health.backend, health.device_count,
+      health.core_count);
+}
+
+nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target) {
+  return {
+      {"address", target},
+      {"state", health.state},
+      {"daemon_version", health.daemon_version},
+      {"daemon_pid", health.daemon_pid},
+      {"uptime_ms", health.uptime_ms},
+      {"backend", health.backend},
+      {"device_count", health.device_count},
+      {"core_count", health.core_count},
+      {"caller", {{"pid", health.caller.pid}, {"uid", health.caller.uid},
+                  {"gid", health.caller.gid}}},
+  };
+}
+
+}  // namespace neuronctl

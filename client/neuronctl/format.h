@@ -1,0 +1,29 @@
+// How neuronctl shows what the daemon reports: tables for people, JSON for
+// programs.
+#ifndef NEURONCTL_FORMAT_H_
+#define NEURONCTL_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "neuronrt/device_info.h"
+
+namespace neuronctl {
+
+// "0 B", "512 KiB", "96.0 GiB".
+std::string FormatBytes(uint64_t bytes);
+
+// Core indices as ranges: {0,1,2,3} -> "0-3", {0,2,3} -> "0,2-3".
+std::string FormatIndexRanges(const std::vector<uint32_t>& indices);
+
+std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices);
+nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices);
+
+std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target);
+nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target);
+
+}  // namespace neuronctl
+
+#endif  // NEURONCTL_FORMAT_H_

@@ -1,0 +1,101 @@
+// neuronctl: the admin CLI of neuron-rtd.
+//
+// Exit codes: 0 success; 1 the daemon answered with an error or is not
+// healthy; 2 the daemon cannot be reached, or the command line is wrong.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "client/neuronctl/format.h"
+#include "neuron/version.h"
+#include "neuronrt/client.h"
+
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitUnreachable = 2;
+
+int Report(const absl::Status& status, const std::string& address) {
+  std::string message(status.message());
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    absl::StatusOr<neuronrt::DaemonAddress> resolved = neuronrt::ResolveDaemonAddress(address);
+    const std::string socket = resolved.ok() ? resolved->socket_path : "PATH";
+    std::fprintf(stderr,
+                 "neuronctl: %s. Start the daemon (neuron-rtd --socket %s, or systemctl start "
+                 "neuron-rtd), or point --address or NEURON_RTD_ADDRESS at a running one.\n",
+                 message.c_str(), socket.c_str());
+    return kExitUnreachable;
+  }
+  std::fprintf(stderr, "neuronctl: %s\n", message.c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? kExitUnreachable : kExitError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // gRPC's own log lines (connection attempts and the like) would bury the
+  // one line neuronctl prints; GRPC_VERBOSITY set by the user still wins.
+  ::setenv("GRPC_VERBOSITY", "NONE", /*overwrite=*/0);
+
+  CLI::App app{"neuronctl: inspect and control neuron-rtd"};
+  app.require_subcommand(1);
+  std::string address;
+  double timeout_seconds = 10;
+  app.add_option("--address", address,
+                 "daemon address, unix:/path (default: $NEURON_RTD_ADDRESS, else the per-user "
+                 "socket, else the system socket)");
+  app.add_option("--timeout", timeout_seconds, "seconds to wait for each call")
+      ->check(CLI::PositiveNumber);
+
+  bool ls_json = false;
+  CLI::App* ls = app.add_subcommand("ls", "list Neuron devices, cores and HBM");
+  ls->add_flag("--json", ls_json, "print JSON instead of a table");
+
+  bool health_json = false;
+  CLI::App* health = app.add_subcommand(
+      "health", "check the daemon; exit 0 when it is serving, 1 when not, 2 when unreachable");
+  health->add_flag("--json", health_json, "print JSON");
+
+  CLI::App* version = app.add_subcommand("version", "print neuronctl's and the daemon's versions");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : kExitUnreachable;
+  }
+
+  if (*version) std::printf("neuronctl %s\n", NEURON_RTD_VERSION);
+
+  absl::StatusOr<std::unique_ptr<neuronrt::Client>> client = neuronrt::Client::Connect(
+      {.address = address, .rpc_timeout = absl::Seconds(timeout_seconds)});
+  if (!client.ok()) return Report(client.status(), address);
+
+  if (*ls) {
+    absl::StatusOr<std::vector<neuronrt::DeviceInfo>> devices = (*client)->ListDevices();
+    if (!devices.ok()) return Report(devices.status(), address);
+    if (ls_json) {
+      std::cout << neuronctl::DevicesJson(*devices).dump(2) << "\n";
+    } else {
+      std::cout << neuronctl::DevicesTable(*devices);
+    }
+    return 0;
+  }
+
+  absl::StatusOr<neuronrt::HealthInfo> info = (*client)->Health();
+  if (!info.ok()) return Report(info.status(), address);
+  if (*version) {
+    std::printf("neuron-rtd %s at %s\n", info->daemon_version.c_str(),
+                (*client)->address().target.c_str());
+    return 0;
+  }
+  if (health_json) {
+    std::cout << neuronctl::HealthJson(*info, (*client)->address().target).dump(2) << "\n";
+  } else {
+    std::cout << neuronctl::HealthText(*info, (*client)->address().target);
+  }
+  return info->serving() ? 0 : kExitError;
+}

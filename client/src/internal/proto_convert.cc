@@ -1,0 +1,99 @@
+#include "src/internal/proto_convert.h"
+
+#include "absl/strings/str_format.h"
+
+namespace neuronrt::internal {
+namespace {
+
+namespace v1 = neuron::rtd::v1;
+
+std::string ArchitectureName(v1::Architecture architecture) {
+  switch (architecture) {
+    case v1::ARCHITECTURE_TRAINIUM2:
+      return "trainium2";
+    case v1::ARCHITECTURE_TRAINIUM3:
+      return "trainium3";
+    default:
+      return "unknown";
+  }
+}
+
+std::string BackendName(v1::BackendKind backend) {
+  switch (backend) {
+    case v1::BACKEND_KIND_SIM:
+      return "sim";
+    case v1::BACKEND_KIND_HARDWARE:
+      return "hardware";
+    default:
+      return "unknown";
+  }
+}
+
+std::string StateName(v1::ServingState state) {
+  switch (state) {
+    case v1::SERVING_STATE_SERVING:
+      return "serving";
+    case v1::SERVING_STATE_DRAINING:
+      return "draining";
+    case v1::SERVING_STATE_STOPPING:
+      return "stopping";
+    default:
+      return "unknown";
+  }
+}
+
+}  // namespace
+
+DeviceInfo FromProto(const v1::DeviceInfo& device) {
+  DeviceInfo info;
+  info.index = device.index();
+  info.instance_type = device.instance_type();
+  info.architecture = ArchitectureName(device.architecture());
+  info.backend = BackendName(device.backend());
+  info.physical_cores = device.physical_cores();
+  info.logical_nc_config = device.logical_nc_config();
+  for (const v1::CoreInfo& core : device.cores()) info.cores.push_back(core.index());
+  info.hbm_total_bytes = device.hbm_total_bytes();
+  info.hbm_used_bytes = device.hbm_used_bytes();
+  info.connected_devices.assign(device.connected_devices().begin(),
+                                device.connected_devices().end());
+  info.bus_id = device.bus_id();
+  return info;
+}
+
+HealthInfo FromProto(const v1::HealthResponse& health) {
+  HealthInfo info;
+  info.state = StateName(health.state());
+  info.daemon_version = health.daemon_version();
+  info.daemon_pid = health.daemon_pid();
+  info.uptime_ms = health.uptime_ms();
+  info.backend = BackendName(health.backend());
+  info.device_count = health.device_count();
+  info.core_count = health.core_count();
+  info.caller = PeerIdentity{.pid = health.caller().pid(),
+                             .uid = health.caller().uid(),
+                             .gid = health.caller().gid()};
+  return info;
+}
+
+RuntimeInfo FromProto(const v1::GetRuntimeInfoResponse& response) {
+  return RuntimeInfo{.daemon_version = response.daemon_version(),
+                     .abi_version_major = response.abi_version_major(),
+                     .abi_version_minor = response.abi_version_minor(),
+                     .backend = BackendName(response.backend())};
+}
+
+absl::Status FromGrpc(const grpc::Status& status, const DaemonAddress& address,
+                      std::string_view call) {
+  if (status.ok()) return absl::OkStatus();
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  if (code == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(absl::StrFormat("cannot reach neuron-rtd at %s (%s): %s",
+                                                  address.target, address.origin,
+                                                  status.error_message()));
+  }
+  return absl::Status(code, absl::StrFormat("neuron-rtd at %s: %s failed: %s", address.target,
+                                            call, status.error_message()));
+}
+
+}  // namespace neuronrt::internal

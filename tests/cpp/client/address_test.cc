@@ -1,0 +1,105 @@
+#include "neuronrt/address.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "testing/temp_dir.h"
+
+namespace neuronrt {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// Sets an environment variable for one test and restores it after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = ::getenv(name)) old_ = old;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+void BindSocket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ::close(fd);
+}
+
+TEST(AddressTest, ExplicitAddressWins) {
+  ScopedEnv env("NEURON_RTD_ADDRESS", "unix:/from/env.sock");
+  absl::StatusOr<DaemonAddress> address = ResolveDaemonAddress("unix:/explicit.sock");
+  ASSERT_TRUE(address.ok());
+  EXPECT_EQ(address->target, "unix:/explicit.sock");
+  EXPECT_EQ(address->socket_path, "/explicit.sock");
+  EXPECT_EQ(address->origin, "--address");
+}
+
+TEST(AddressTest, EnvironmentComesNext) {
+  ScopedEnv env("NEURON_RTD_ADDRESS", "unix:/from/env.sock");
+  absl::StatusOr<DaemonAddress> address = ResolveDaemonAddress();
+  ASSERT_TRUE(address.ok());
+  EXPECT_EQ(address->socket_path, "/from/env.sock");
+  EXPECT_EQ(address->origin, "NEURON_RTD_ADDRESS");
+}
+
+TEST(AddressTest, MalformedAddressNamesItsOrigin) {
+  ScopedEnv env("NEURON_RTD_ADDRESS", "localhost:50051");
+  absl::StatusOr<DaemonAddress> address = ResolveDaemonAddress();
+  EXPECT_EQ(address.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(address.status().message(),
+              AllOf(HasSubstr("\"localhost:50051\""), HasSubstr("NEURON_RTD_ADDRESS"),
+                    HasSubstr("unix:/absolute/path")));
+  EXPECT_FALSE(ResolveDaemonAddress("unix:relative.sock").ok());
+  EXPECT_FALSE(ResolveDaemonAddress("unix:").ok());
+}
+
+TEST(AddressTest, PerUserSocketWhenItExists) {
+  neuron::testing::TempDir runtime_dir;
+  ScopedEnv env("NEURON_RTD_ADDRESS", nullptr);
+  ScopedEnv xdg("XDG_RUNTIME_DIR", runtime_dir.path().c_str());
+  BindSocket(runtime_dir.Join("neuron-rtd.sock"));
+  absl::StatusOr<DaemonAddress> address = ResolveDaemonAddress();
+  ASSERT_TRUE(address.ok());
+  EXPECT_EQ(address->socket_path, runtime_dir.Join("neuron-rtd.sock"));
+  EXPECT_EQ(address->origin, "per-user socket");
+}
+
+TEST(AddressTest, FallsBackToThePerUserSocketWhenNoSocketExists) {
+  neuron::testing::TempDir runtime_dir;
+  ScopedEnv env("NEURON_RTD_ADDRESS", nullptr);
+  ScopedEnv xdg("XDG_RUNTIME_DIR", runtime_dir.path().c_str());
+  if (::access("/run/neuron-rtd/neuron-rtd.sock", F_OK) == 0) {
+    GTEST_SKIP() << "a system daemon's socket exists on this machine";
+  }
+  absl::StatusOr<DaemonAddress> address = ResolveDaemonAddress();
+  ASSERT_TRUE(address.ok());
+  EXPECT_EQ(address->target, "unix:" + runtime_dir.Join("neuron-rtd.sock"));
+}
+
+}  // namespace
+}  // namespace neuronrt

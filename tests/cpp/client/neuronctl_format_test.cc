@@ -1,0 +1,68 @@
+#include "client/neuronctl/format.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace neuronctl {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(NeuronctlFormatTest, Bytes) {
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(1023), "1023 B");
+  EXPECT_EQ(FormatBytes(1024), "1 KiB");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(uint64_t{96} << 30), "96 GiB");
+  EXPECT_EQ(FormatBytes(uint64_t{3} << 40), "3 TiB");
+}
+
+TEST(NeuronctlFormatTest, IndexRanges) {
+  EXPECT_EQ(FormatIndexRanges({}), "-");
+  EXPECT_EQ(FormatIndexRanges({5}), "5");
+  EXPECT_EQ(FormatIndexRanges({0, 1, 2, 3}), "0-3");
+  EXPECT_EQ(FormatIndexRanges({3, 0, 2}), "0,2-3");
+}
+
+neuronrt::DeviceInfo Device() {
+  neuronrt::DeviceInfo device;
+  device.index = 1;
+  device.instance_type = "trn2.48xlarge";
+  device.architecture = "trainium2";
+  device.backend = "sim";
+  device.physical_cores = 8;
+  device.logical_nc_config = 2;
+  device.cores = {4, 5, 6, 7};
+  device.hbm_total_bytes = uint64_t{96} << 30;
+  device.hbm_used_bytes = uint64_t{1} << 30;
+  device.connected_devices = {0, 2, 5, 13};
+  device.bus_id = "sim:1";
+  return device;
+}
+
+TEST(NeuronctlFormatTest, DevicesTableHasAHeaderAndARowPerDevice) {
+  const std::string table = DevicesTable({Device()});
+  EXPECT_THAT(table, HasSubstr("DEVICE"));
+  EXPECT_THAT(table, HasSubstr("HBM TOTAL"));
+  EXPECT_THAT(table, HasSubstr("4 (4-7)"));
+  EXPECT_THAT(table, HasSubstr("96 GiB"));
+  EXPECT_THAT(table, HasSubstr("0,2,5,13"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 2);
+}
+
+TEST(NeuronctlFormatTest, DevicesJsonCarriesEveryField) {
+  const nlohmann::json json = DevicesJson({Device()});
+  ASSERT_EQ(json["devices"].size(), 1u);
+  const nlohmann::json& device = json["devices"][0];
+  EXPECT_EQ(device["index"], 1);
+  EXPECT_EQ(device["cores"], 4);
+  EXPECT_EQ(device["core_indices"], nlohmann::json({4, 5, 6, 7}));
+  EXPECT_EQ(device["hbm_total_bytes"], uint64_t{96} << 30);
+  EXPECT_EQ(device["hbm_used_bytes"], uint64_t{1} << 30);
+  EXPECT_EQ(device["instance_type"], "trn2.48xlarge");
+  EXPECT_EQ(device["logical_nc_config"], 2);
+  EXPECT_EQ(device["connected_devices"], nlohmann::json({0, 2, 5, 13}));
+}
+
+}  // namespace
+}  // namespace neuronctl

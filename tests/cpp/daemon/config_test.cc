@@ -1,0 +1,191 @@
+#include "daemon/config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "testing/temp_dir.h"
+
+namespace neuron::rtd {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TEST(ConfigTest, EmptyFileKeepsDefaults) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig("", "empty.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->sim.preset, "dev");
+  EXPECT_EQ(config->device.backend, "sim");
+  EXPECT_EQ(config->device.logical_nc_config, 0u);
+  EXPECT_EQ(config->log.level, "info");
+  EXPECT_EQ(config->server.socket_path, "");
+  EXPECT_EQ(config->server.max_message_bytes, 64u << 20);
+}
+
+TEST(ConfigTest, ParsesEveryKey) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig(R"(
+[server]
+socket = "/run/test/rtd.sock"
+socket_group = "trainers"
+max_message_bytes = 1048576
+shutdown_timeout_ms = 250
+
+[log]
+level = "debug"
+
+[device]
+backend = "sim"
+logical_nc_config = 1
+
+[sim]
+preset = "trn2.48xlarge"
+)",
+                                                    "full.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->server.socket_path, "/run/test/rtd.sock");
+  EXPECT_EQ(config->server.socket_group, "trainers");
+  EXPECT_EQ(config->server.max_message_bytes, 1048576u);
+  EXPECT_EQ(config->server.shutdown_timeout_ms, 250u);
+  EXPECT_EQ(config->log.level, "debug");
+  EXPECT_EQ(config->device.logical_nc_config, 1u);
+  EXPECT_EQ(config->sim.preset, "trn2.48xlarge");
+}
+
+TEST(ConfigTest, ExampleConfigInDeployIsValid) {
+  absl::StatusOr<DaemonConfig> config = LoadConfigFile(NEURON_EXAMPLE_CONFIG);
+  ASSERT_TRUE(config.ok()) << config.status();
+}
+
+TEST(ConfigTest, UnknownKeyNamesKeyFileAndKnownKeys) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig("[server]\nsockt = \"/x\"\n", "/etc/a.toml");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(),
+              AllOf(HasSubstr("/etc/a.toml:2"), HasSubstr("'server.sockt'"),
+                    HasSubstr("socket, socket_group")));
+}
+
+TEST(ConfigTest, UnknownSectionIsRefused) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig("[servr]\nsocket = \"/x\"\n", "b.toml");
+  EXPECT_THAT(config.status().message(),
+              AllOf(HasSubstr("b.toml:1"), HasSubstr("unknown section 'servr'"),
+                    HasSubstr("server, log, device, sim")));
+}
+
+TEST(ConfigTest, TopLevelKeyIsRefused) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig("preset = \"dev\"\n", "c.toml");
+  EXPECT_THAT(config.status().message(), HasSubstr("unknown section 'preset'"));
+}
+
+TEST(ConfigTest, WrongTypeNamesKeyValueAndFile) {
+  absl::StatusOr<DaemonConfig> config =
+      ParseConfig("[server]\nmax_message_bytes = \"64MiB\"\n", "/etc/d.toml");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(),
+              AllOf(HasSubstr("/etc/d.toml:2"), HasSubstr("'server.max_message_bytes'"),
+                    HasSubstr("must be an integer"), HasSubstr("\"64MiB\"")));
+}
+
+TEST(ConfigTest, SectionThatIsNotATableIsRefused) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig("sim = 3\n", "e.toml");
+  EXPECT_THAT(config.status().message(), HasSubstr("'sim' must be a table"));
+}
+
+TEST(ConfigTest, UnknownPresetListsKnownOnes) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig("[sim]\npreset = \"trn9\"\n", "f.toml");
+  EXPECT_THAT(config.status().message(),
+              AllOf(HasSubstr("f.toml:2"), HasSubstr("\"trn9\""), HasSubstr("'sim.preset'"),
+                    HasSubstr("dev, trn2.3xlarge, trn2.48xlarge, trn3")));
+}
+
+TEST(ConfigTest, BadValuesAreRefusedWithReason) {
+  struct Case {
+    std::string toml;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"[device]\nlogical_nc_config = 3\n", "must be 1 or 2"},
+      {"[device]\nbackend = \"hardware\"\n", "not part of this build"},
+      {"[device]\nbackend = \"gpu\"\n", "must be \"sim\""},
+      {"[log]\nlevel = \"loud\"\n", "must be one of trace, debug, info"},
+      {"[server]\nsocket = \"relative.sock\"\n", "must be an absolute path"},
+      {"[server]\nsocket = \"/" + std::string(120, 'x') + "\"\n", "at most 107"},
+      {"[server]\nmax_message_bytes = 10\n", "must be between"},
+      {"[server]\nshutdown_timeout_ms = -1\n", "must be between 0 and"},
+  };
+  for (const Case& test_case : cases) {
+    absl::StatusOr<DaemonConfig> config = ParseConfig(test_case.toml, "g.toml");
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << test_case.toml;
+    EXPECT_THAT(config.status().message(), AllOf(HasSubstr("g.toml:2"),
+                                                 HasSubstr(test_case.expected)))
+        << test_case.toml;
+  }
+}
+
+TEST(ConfigTest, SyntaxErrorNamesFileAndLine) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig("[server]\nsocket = \n", "h.toml");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), AllOf(HasSubstr("h.toml:2"), HasSubstr("not valid TOML")));
+}
+
+TEST(ConfigTest, MissingFileIsNotFound) {
+  testing::TempDir dir;
+  absl::StatusOr<DaemonConfig> config = LoadConfigFile(dir.Join("absent.toml"));
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(config.status().message(), HasSubstr("absent.toml does not exist"));
+}
+
+TEST(ConfigTest, LoadsFileAndReportsItsPath) {
+  testing::TempDir dir;
+  const std::string good = dir.WriteFile("good.toml", "[sim]\npreset = \"trn3\"\n");
+  absl::StatusOr<DaemonConfig> config = LoadConfigFile(good);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->sim.preset, "trn3");
+
+  const std::string bad = dir.WriteFile("bad.toml", "[sim]\npreset = 7\n");
+  EXPECT_THAT(LoadConfigFile(bad).status().message(), HasSubstr(bad + ":2"));
+}
+
+TEST(ConfigTest, FlagsOverrideTheFile) {
+  absl::StatusOr<DaemonConfig> config =
+      ParseConfig("[sim]\npreset = \"trn3\"\n[log]\nlevel = \"warn\"\n", "i.toml");
+  ASSERT_TRUE(config.ok());
+  ConfigOverrides overrides;
+  overrides.sim_preset = "trn2.3xlarge";
+  overrides.socket_path = "/tmp/x.sock";
+  overrides.logical_nc_config = 1;
+  ASSERT_TRUE(ApplyOverrides(overrides, *config).ok());
+  EXPECT_EQ(config->sim.preset, "trn2.3xlarge");
+  EXPECT_EQ(config->server.socket_path, "/tmp/x.sock");
+  EXPECT_EQ(config->device.logical_nc_config, 1u);
+  EXPECT_EQ(config->log.level, "warn");
+}
+
+TEST(ConfigTest, BadFlagValueNamesTheFlag) {
+  DaemonConfig config;
+  ConfigOverrides preset;
+  preset.sim_preset = "trn9";
+  EXPECT_THAT(ApplyOverrides(preset, config).message(),
+              AllOf(HasSubstr("\"trn9\""), HasSubstr("--sim-preset"), HasSubstr("trn2.48xlarge")));
+  ConfigOverrides lnc;
+  lnc.logical_nc_config = 4;
+  EXPECT_THAT(ApplyOverrides(lnc, config).message(),
+              AllOf(HasSubstr("invalid value 4 for --logical-nc-config"), HasSubstr("1 or 2")));
+  ConfigOverrides level;
+  level.log_level = "chatty";
+  EXPECT_THAT(ApplyOverrides(level, config).message(), HasSubstr("--log-level"));
+}
+
+TEST(ConfigTest, DefaultSocketDependsOnTheUser) {
+  ServerConfig server;
+  const std::string path = EffectiveSocketPath(server);
+  if (::geteuid() == 0) {
+    EXPECT_EQ(path, "/run/neuron-rtd/neuron-rtd.sock");
+  } else {
+    EXPECT_THAT(path, HasSubstr("neuron-rtd.sock"));
+  }
+  server.socket_path = "/tmp/explicit.sock";
+  EXPECT_EQ(EffectiveSocketPath(server), "/tmp/explicit.sock");
+}
+
+}  // namespace
+}  // namespace neuron::rtd
