@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The developer entry point. Idempotent: each command installs what is
+# missing (Debian packages, the Python virtual environment), then builds.
+#
+#   deploy/dev.sh build   install what is missing, configure and build
+#   deploy/dev.sh test    build, then run every test (CTest and pytest)
+#   deploy/dev.sh demo    build, start a daemon on the simulated device, show it
+#   deploy/dev.sh bench   build, run every benchmark; the last line is one JSON object
+#
+# Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
+# PYTHON (interpreter that creates .venv; default: python3).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
+VENV="$ROOT/.venv"
+TORCH_VERSION="2.13.0"
+
+APT_PACKAGES=(
+  g++ cmake ninja-build pkg-config ccache
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
+  libsystemd-dev libgtest-dev libgmock-dev
+)
+PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy)
+
+log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
+die() { printf '[dev.sh] error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "installing Debian packages needs root: run as root, or install: $*"
+  fi
+}
+
+ensure_apt_packages() {
+  local missing=()
+  for package in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$package")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return
+  log "installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+ensure_venv() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating the virtual environment $VENV"
+    "${PYTHON:-python3}" -m venv "$VENV"
+  fi
+  if ! "$VENV/bin/python" - "$TORCH_VERSION" <<'PY' 2>/dev/null; then
+import sys, importlib.metadata as md
+assert md.version("torch").split("+")[0] == sys.argv[1]
+md.version("pytest"); md.version("numpy")
+PY
+    log "installing ${PYTHON_PACKAGES[*]} into $VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PYTHON_PACKAGES[@]}"
+  fi
+}
+
+configure() {
+  local generator=()
+  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+    log "configuring $BUILD_DIR ($BUILD_TYPE)"
+    cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+      -DNEURON_PYTHON="$VENV/bin/python" -DNEURON_WERROR=ON >/dev/null
+  fi
+}
+
+cmd_build() {
+  ensure_apt_packages
+  ensure_venv
+  configure
+  log "building"
+  cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+}
+
+cmd_test() {
+  cmd_build
+  log "running C++ tests (CTest)"
+  (cd "$BUILD_DIR" && ctest --output-on-failure --parallel "$(nproc)" --timeout 300)
+  if compgen -G "$ROOT/tests/python/test_*.py" >/dev/null; then
+    log "running Python tests (pytest)"
+    "$VENV/bin/python" -m pytest -q "$ROOT/tests/python"
+  fi
+}
+
+cmd_demo() {
+  cmd_build
+  local dir socket pid
+  dir="$(mktemp -d /tmp/neuron-demo-XXXXXX)"
+  socket="$dir/neuron-rtd.sock"
+  log "starting neuron-rtd on the simulated device (preset ${NEURON_SIM_PRESET:-trn2.3xlarge}) at unix:$socket"
+  "$BUILD_DIR/bin/neuron-rtd" --socket "$socket" --sim-preset "${NEURON_SIM_PRESET:-trn2.3xlarge}" &
+  pid=$!
+  trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+  export NEURON_RTD_ADDRESS="unix:$socket"
+  local tries=0
+  until "$BUILD_DIR/bin/neuronctl" health >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || die "neuron-rtd exited before it was ready"
+    tries=$((tries + 1))
+    [ "$tries" -lt 200 ] || die "neuron-rtd was not ready after 10 s"
+    sleep 0.05
+  done
+  log "neuronctl health"
+  "$BUILD_DIR/bin/neuronctl" health
+  log "neuronctl ls"
+  "$BUILD_DIR/bin/neuronctl" ls
+  log "stopping neuron-rtd (SIGTERM)"
+}
+
+cmd_bench() {
+  cmd_build
+  "$VENV/bin/python" "$ROOT/bench/run.py" --build-dir "$BUILD_DIR"
+}
+
+case "${1:-}" in
+  build) cmd_build ;;
+  test) cmd_test ;;
+  demo) cmd_demo ;;
+  bench) cmd_bench ;;
+  *)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
