@@ -16,6 +16,8 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
 VENV="$ROOT/.venv"
 TORCH_VERSION="2.13.0"
+# ccache hits across checkouts in different directories (CI clones afresh).
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 
 APT_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache

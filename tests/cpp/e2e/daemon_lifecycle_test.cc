@@ -73,7 +73,7 @@ TEST_F(DaemonLifecycleTest, SecondDaemonOnTheSameSocketIsRefused) {
   auto first = testing::StartDaemon({"--socket", socket_});
   ASSERT_TRUE(first.ok()) << first.status();
   auto second =
-      testing::Subprocess::Spawn({testing::NeuronRtdBinary(), "--socket", socket_});
+      testing::Subprocess::Spawn(testing::DaemonArgv({"--socket", socket_}));
   ASSERT_TRUE(second.ok());
   absl::StatusOr<int> code = (*second)->Wait();
   ASSERT_TRUE(code.ok());
@@ -89,7 +89,7 @@ TEST_F(DaemonLifecycleTest, SecondDaemonOnTheSameSocketIsRefused) {
 TEST_F(DaemonLifecycleTest, DaemonsStartingAtOnceElectExactlyOne) {
   std::vector<std::unique_ptr<testing::Subprocess>> daemons;
   for (int i = 0; i < 4; ++i) {
-    auto daemon = testing::Subprocess::Spawn({testing::NeuronRtdBinary(), "--socket", socket_});
+    auto daemon = testing::Subprocess::Spawn(testing::DaemonArgv({"--socket", socket_}));
     ASSERT_TRUE(daemon.ok());
     daemons.push_back(*std::move(daemon));
   }
@@ -137,7 +137,7 @@ TEST_F(DaemonLifecycleTest, MissingConfigFileIsAnError) {
 
 TEST_F(DaemonLifecycleTest, BadFlagValueIsAnError) {
   testing::CommandResult result = testing::RunCommand(
-      {testing::NeuronRtdBinary(), "--sim-preset", "trn1", "--socket", socket_});
+      testing::DaemonArgv({"--sim-preset", "trn1", "--socket", socket_}));
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, AllOf(HasSubstr("\"trn1\""), HasSubstr("--sim-preset")));
 }
@@ -163,7 +163,7 @@ TEST_F(DaemonLifecycleTest, ConfigFileIsUsedAndFlagsOverrideIt) {
 
 TEST_F(DaemonLifecycleTest, UnusableSocketDirectoryIsAClearError) {
   testing::CommandResult result = testing::RunCommand(
-      {testing::NeuronRtdBinary(), "--socket", "/proc/self/neuron-rtd.sock"});
+      testing::DaemonArgv({"--socket", "/proc/self/neuron-rtd.sock"}));
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr("/proc/self/neuron-rtd.sock"));
 }

@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -178,11 +179,19 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const Environment
   return result;
 }
 
+std::vector<std::string> DaemonArgv(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {NeuronRtdBinary()};
+  if (std::find(args.begin(), args.end(), "--config") == args.end()) {
+    argv.insert(argv.end(), {"--config", "/dev/null"});
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 absl::StatusOr<std::unique_ptr<Subprocess>> StartDaemon(const std::vector<std::string>& args,
                                                         const Environment& extra_env) {
-  std::vector<std::string> argv = {NeuronRtdBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  absl::StatusOr<std::unique_ptr<Subprocess>> daemon = Subprocess::Spawn(argv, extra_env);
+  absl::StatusOr<std::unique_ptr<Subprocess>> daemon =
+      Subprocess::Spawn(DaemonArgv(args), extra_env);
   if (!daemon.ok()) return daemon.status();
   if (absl::Status ready = (*daemon)->WaitReady(); !ready.ok()) return ready;
   return daemon;

@@ -68,6 +68,11 @@ struct CommandResult {
 // Runs argv to completion (at most 60 s).
 CommandResult RunCommand(const std::vector<std::string>& argv, const Environment& extra_env = {});
 
+// The command line of neuron-rtd with `args`. Without --config in `args` it
+// reads an empty configuration, so that no /etc/neuron-rtd/neuron-rtd.toml on
+// the machine changes what a test sees.
+std::vector<std::string> DaemonArgv(const std::vector<std::string>& args);
+
 // Starts neuron-rtd with `args` and waits until it is ready.
 absl::StatusOr<std::unique_ptr<Subprocess>> StartDaemon(const std::vector<std::string>& args,
                                                         const Environment& extra_env = {});
