@@ -96,19 +96,31 @@ cmd_test() {
   fi
 }
 
+DEMO_DIR=""
+DEMO_PID=""
+
+stop_demo_daemon() {
+  if [ -n "$DEMO_PID" ] && kill -0 "$DEMO_PID" 2>/dev/null; then
+    log "stopping neuron-rtd (SIGTERM)"
+    kill -TERM "$DEMO_PID"
+    wait "$DEMO_PID" || true
+  fi
+  [ -z "$DEMO_DIR" ] || rm -rf "$DEMO_DIR"
+}
+
 cmd_demo() {
   cmd_build
-  local dir socket pid
-  dir="$(mktemp -d /tmp/neuron-demo-XXXXXX)"
-  socket="$dir/neuron-rtd.sock"
-  log "starting neuron-rtd on the simulated device (preset ${NEURON_SIM_PRESET:-trn2.3xlarge}) at unix:$socket"
-  "$BUILD_DIR/bin/neuron-rtd" --socket "$socket" --sim-preset "${NEURON_SIM_PRESET:-trn2.3xlarge}" &
-  pid=$!
-  trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
+  local preset="${NEURON_SIM_PRESET:-trn2.3xlarge}"
+  DEMO_DIR="$(mktemp -d /tmp/neuron-demo-XXXXXX)"
+  local socket="$DEMO_DIR/neuron-rtd.sock"
+  trap stop_demo_daemon EXIT
+  log "starting neuron-rtd on the simulated device (preset $preset) at unix:$socket"
+  "$BUILD_DIR/bin/neuron-rtd" --socket "$socket" --sim-preset "$preset" &
+  DEMO_PID=$!
   export NEURON_RTD_ADDRESS="unix:$socket"
   local tries=0
   until "$BUILD_DIR/bin/neuronctl" health >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || die "neuron-rtd exited before it was ready"
+    kill -0 "$DEMO_PID" 2>/dev/null || die "neuron-rtd exited before it was ready"
     tries=$((tries + 1))
     [ "$tries" -lt 200 ] || die "neuron-rtd was not ready after 10 s"
     sleep 0.05
@@ -117,7 +129,6 @@ cmd_demo() {
   "$BUILD_DIR/bin/neuronctl" health
   log "neuronctl ls"
   "$BUILD_DIR/bin/neuronctl" ls
-  log "stopping neuron-rtd (SIGTERM)"
 }
 
 cmd_bench() {
