@@ -3,13 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <cstring>
 
 #include "testing/temp_dir.h"
+#include "testing/unix_socket.h"
 
 namespace neuronrt {
 namespace {
@@ -40,15 +38,6 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
-
-void BindSocket(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ::close(fd);
-}
 
 TEST(AddressTest, ExplicitAddressWins) {
   ScopedEnv env("NEURON_RTD_ADDRESS", "unix:/from/env.sock");
@@ -82,7 +71,7 @@ TEST(AddressTest, PerUserSocketWhenItExists) {
   neuron::testing::TempDir runtime_dir;
   ScopedEnv env("NEURON_RTD_ADDRESS", nullptr);
   ScopedEnv xdg("XDG_RUNTIME_DIR", runtime_dir.path().c_str());
-  BindSocket(runtime_dir.Join("neuron-rtd.sock"));
+  ASSERT_TRUE(neuron::testing::MakeStaleSocket(runtime_dir.Join("neuron-rtd.sock")));
   absl::StatusOr<DaemonAddress> address = ResolveDaemonAddress();
   ASSERT_TRUE(address.ok());
   EXPECT_EQ(address->socket_path, runtime_dir.Join("neuron-rtd.sock"));

@@ -4,16 +4,15 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 
 #include "absl/synchronization/notification.h"
 #include "testing/mock_os_sys_calls.h"
 #include "testing/temp_dir.h"
+#include "testing/unix_socket.h"
 
 namespace neuron::rtd {
 namespace {
@@ -22,28 +21,6 @@ using ::testing::_;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Return;
-
-int ConnectTo(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Leaves a socket file behind with nobody listening, as a killed daemon does.
-void MakeStaleSocket(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  ::close(fd);
-}
 
 mode_t ModeOf(const std::string& path) {
   struct stat info {};
@@ -83,7 +60,7 @@ TEST(UnixSocketListenerTest, HandsOverConnectionsWithPeerCredentials) {
     accepted_fd = fd;
     accepted.Notify();
   });
-  const int client = ConnectTo(path);
+  const int client = testing::ConnectUnix(path);
   ASSERT_GE(client, 0);
   ASSERT_TRUE(accepted.WaitForNotificationWithTimeout(absl::Seconds(30)));
   EXPECT_EQ(seen.pid, ::getpid());
@@ -101,7 +78,7 @@ TEST(UnixSocketListenerTest, StopRemovesTheSocketAndRefusesConnections) {
   (*listener)->Start([](int fd, const PeerCredentials&) { ::close(fd); });
   (*listener)->Stop();
   EXPECT_FALSE(Exists(path));
-  EXPECT_EQ(ConnectTo(path), -1);
+  EXPECT_EQ(testing::ConnectUnix(path), -1);
   (*listener)->Stop();
 }
 
@@ -121,12 +98,12 @@ TEST(UnixSocketListenerTest, SecondOwnerOfAPathIsRefusedWithTheFirstPid) {
 TEST(UnixSocketListenerTest, RemovesAStaleSocket) {
   testing::TempDir dir;
   const std::string path = dir.Join("rtd.sock");
-  MakeStaleSocket(path);
+  ASSERT_TRUE(testing::MakeStaleSocket(path));
   ASSERT_TRUE(Exists(path));
   auto listener = UnixSocketListener::Create({.path = path}, DefaultOsSysCalls());
   ASSERT_TRUE(listener.ok()) << listener.status();
   (*listener)->Start([](int fd, const PeerCredentials&) { ::close(fd); });
-  const int client = ConnectTo(path);
+  const int client = testing::ConnectUnix(path);
   EXPECT_GE(client, 0);
   ::close(client);
 }
@@ -214,7 +191,7 @@ TEST(UnixSocketListenerTest, ConnectionWhosePeerCannotBeReadIsClosed) {
     handed_over = true;
     ::close(fd);
   });
-  const int client = ConnectTo(path);
+  const int client = testing::ConnectUnix(path);
   ASSERT_GE(client, 0);
   ASSERT_TRUE(refused.WaitForNotificationWithTimeout(absl::Seconds(30)));
   char byte;

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "testing/unix_socket.h"
 
 extern char** environ;
 
@@ -73,10 +74,9 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(
 
   const std::string notify_path = process->dir_->Join("notify.sock");
   process->notify_fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, notify_path.c_str(), sizeof(address.sun_path) - 1);
-  if (::bind(process->notify_fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+  const sockaddr_un address = UnixAddress(notify_path);
+  if (::bind(process->notify_fd_, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) !=
+      0) {
     return absl::ErrnoToStatus(errno, "bind notify socket");
   }
 
