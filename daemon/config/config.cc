@@ -123,6 +123,20 @@ absl::Status ApplySimPreset(const Value& value, DaemonConfig& config) {
   return absl::OkStatus();
 }
 
+// An integer key in [minimum, maximum] stored into a DaemonConfig field.
+template <auto Field, int64_t kMinimum, int64_t kMaximum>
+absl::Status ApplyBounded(const Value& value, DaemonConfig& config) {
+  const int64_t number = std::get<int64_t>(value);
+  if (number < kMinimum || number > kMaximum) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("must be between ", kMinimum, " and ", kMaximum));
+  }
+  config.session.*Field = static_cast<std::remove_reference_t<decltype(config.session.*Field)>>(number);
+  return absl::OkStatus();
+}
+
+constexpr int64_t kTiB = int64_t{1} << 40;
+
 constexpr std::array kKeys = {
     KeySpec{"server", "socket", ValueKind::kString, ApplySocket},
     KeySpec{"server", "socket_group", ValueKind::kString, ApplySocketGroup},
@@ -132,6 +146,20 @@ constexpr std::array kKeys = {
     KeySpec{"device", "backend", ValueKind::kString, ApplyBackend},
     KeySpec{"device", "logical_nc_config", ValueKind::kInteger, ApplyLogicalNcConfig},
     KeySpec{"sim", "preset", ValueKind::kString, ApplySimPreset},
+    KeySpec{"session", "max_hbm_bytes", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_hbm_bytes, 0, 64 * kTiB>},
+    KeySpec{"session", "max_streams", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_streams, 1, 4096>},
+    KeySpec{"session", "max_ring_bytes", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_ring_bytes, 4096, 64 << 20>},
+    KeySpec{"session", "staging_bytes", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::staging_bytes, 1 << 20, int64_t{16} << 30>},
+    KeySpec{"session", "max_host_memory_bytes", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_host_memory_bytes, 0, 64 * kTiB>},
+    KeySpec{"session", "attach_timeout_ms", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::attach_timeout_ms, 100, 600'000>},
+    KeySpec{"session", "max_sessions", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_sessions, 1, 65536>},
 };
 
 const KeySpec* FindKey(std::string_view section, std::string_view name) {

@@ -45,11 +45,23 @@ struct SimConfig {
   std::string preset = "dev";
 };
 
+// Limits of each session (each client process).
+struct SessionSettings {
+  uint64_t max_hbm_bytes = 0;  // 0: no limit but the devices'
+  uint32_t max_streams = 64;
+  uint64_t max_ring_bytes = 4ull << 20;
+  uint64_t staging_bytes = 64ull << 20;
+  uint64_t max_host_memory_bytes = 16ull << 30;
+  uint32_t attach_timeout_ms = 10000;
+  uint32_t max_sessions = 1024;
+};
+
 struct DaemonConfig {
   ServerConfig server;
   LogConfig log;
   DeviceConfig device;
   SimConfig sim;
+  SessionSettings session;
 };
 
 // Parses TOML text; `source` names it in errors (a path, or "<string>").

@@ -41,6 +41,23 @@ class Device {
   // resident may do nothing.
   virtual absl::Status Acquire(DeviceRange range) = 0;
   virtual absl::Status Release(DeviceRange range) = 0;
+
+  // The engines. Each call runs to completion on the calling thread (a
+  // queue's worker). Callers have checked every device address against the
+  // segments of the session that named it, and every host range against
+  // memory the daemon mapped.
+  virtual absl::Status CopyHostToDevice(uint64_t device_address, const void* host,
+                                        uint64_t bytes) = 0;
+  virtual absl::Status CopyDeviceToHost(void* host, uint64_t device_address, uint64_t bytes) = 0;
+  // `source` may be this device or another of the same backend.
+  virtual absl::Status CopyDeviceToDevice(uint64_t device_address, Device& source,
+                                          uint64_t source_address, uint64_t bytes) = 0;
+  // Repeats the low `pattern_bytes` (1, 2, 4 or 8) bytes of `pattern`.
+  virtual absl::Status Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
+                            uint32_t pattern_bytes) = 0;
+  // Runs a built-in kernel (NEURON_RTD_EXEC_BUILTIN_*) on device buffers.
+  virtual absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
+                                  std::span<const uint8_t> scalars) = 0;
 };
 
 // A set of devices, created once at daemon start.

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include "absl/time/time.h"
+#include "absl/strings/str_format.h"
 #include "daemon/server/device_proto.h"
+#include "daemon/server/grpc_status.h"
+#include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
 
 namespace neuron::rtd {
@@ -27,8 +30,42 @@ grpc::Status AdminService::Health(grpc::ServerContext* context, const v1::Health
 
 grpc::Status AdminService::ListDevices(grpc::ServerContext*, const v1::AdminListDevicesRequest*,
                                        v1::AdminListDevicesResponse* response) {
-  DevicesToProto(backend_, response->mutable_devices());
+  DevicesToProto(backend_, memory_, response->mutable_devices());
   return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+                                        v1::ListSessionsResponse* response) {
+  for (const std::shared_ptr<session::Session>& session : sessions_.List()) {
+    const session::SessionStats stats = session->stats();
+    v1::SessionInfo* info = response->add_sessions();
+    info->set_session_id(session->id());
+    info->mutable_owner()->set_pid(session->owner().pid);
+    info->mutable_owner()->set_uid(session->owner().uid);
+    info->mutable_owner()->set_gid(session->owner().gid);
+    info->set_client_name(session->client_name());
+    for (uint32_t core : session->cores()) info->add_cores(core);
+    info->set_hbm_used_bytes(stats.hbm_bytes);
+    info->set_stream_count(stats.streams);
+    info->set_commands_completed(stats.commands_completed);
+    info->set_commands_failed(stats.commands_failed);
+    info->set_opened_at_unix_ms(absl::ToUnixMillis(session->opened_at()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::KillSession(grpc::ServerContext* context,
+                                       const v1::KillSessionRequest* request,
+                                       v1::KillSessionResponse*) {
+  std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
+  if (!caller) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the daemon cannot identify this connection's peer");
+  }
+  const std::string reason =
+      absl::StrFormat("killed by uid %d (pid %d)%s%s", caller->uid, caller->pid,
+                      request->reason().empty() ? "" : ": ", request->reason().substr(0, 256));
+  return ToGrpc(sessions_.Close(request->session_id(), *caller, NEURON_RTD_STATUS_CLOSED, reason));
 }
 
 }  // namespace neuron::rtd

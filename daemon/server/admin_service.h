@@ -4,6 +4,8 @@
 #define NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
 
 #include "daemon/hal/device.h"
+#include "daemon/memory/memory_manager.h"
+#include "daemon/session/session_manager.h"
 #include "daemon/server/daemon_status.h"
 #include "daemon/server/peer_credentials.h"
 #include "neuron/rtd/v1/admin.grpc.pb.h"
@@ -14,16 +16,24 @@ namespace neuron::rtd {
 // Thread-safety: handlers run concurrently on gRPC's threads.
 class AdminService final : public v1::Admin::Service {
  public:
-  AdminService(const hal::Backend& backend, const PeerRegistry& peers, const DaemonStatus& status)
-      : backend_(backend), peers_(peers), status_(status) {}
+  AdminService(const hal::Backend& backend, const memory::MemoryManager& memory,
+               session::SessionManager& sessions, const PeerRegistry& peers,
+               const DaemonStatus& status)
+      : backend_(backend), memory_(memory), sessions_(sessions), peers_(peers), status_(status) {}
 
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
                       v1::HealthResponse* response) override;
   grpc::Status ListDevices(grpc::ServerContext* context, const v1::AdminListDevicesRequest* request,
                            v1::AdminListDevicesResponse* response) override;
+  grpc::Status ListSessions(grpc::ServerContext* context, const v1::ListSessionsRequest* request,
+                            v1::ListSessionsResponse* response) override;
+  grpc::Status KillSession(grpc::ServerContext* context, const v1::KillSessionRequest* request,
+                           v1::KillSessionResponse* response) override;
 
  private:
   const hal::Backend& backend_;
+  const memory::MemoryManager& memory_;
+  session::SessionManager& sessions_;
   const PeerRegistry& peers_;
   const DaemonStatus& status_;
 };

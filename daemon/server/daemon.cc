@@ -49,15 +49,32 @@ ListenerOptions MakeListenerOptions(const ServerConfig& config) {
   return options;
 }
 
+std::string DataPlanePath(const std::string& socket_path) { return socket_path + ".data"; }
+
+session::SessionConfig SessionConfigFrom(const SessionSettings& settings) {
+  return session::SessionConfig{
+      .limits = session::SessionLimits{.max_hbm_bytes = settings.max_hbm_bytes,
+                                       .max_streams = settings.max_streams,
+                                       .max_ring_bytes = settings.max_ring_bytes,
+                                       .staging_bytes = settings.staging_bytes,
+                                       .max_host_memory_bytes = settings.max_host_memory_bytes},
+      .attach_timeout = absl::Milliseconds(settings.attach_timeout_ms),
+      .max_sessions = settings.max_sessions};
+}
+
 }  // namespace
 
 Daemon::Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend,
                std::unique_ptr<UnixSocketListener> listener)
     : config_(config),
       backend_(std::move(backend)),
-      admin_service_(*backend_, peers_, status_),
-      runtime_service_(*backend_),
-      listener_(std::move(listener)) {}
+      memory_(*backend_),
+      scheduler_(*backend_),
+      sessions_(SessionConfigFrom(config.session), *backend_, scheduler_, memory_),
+      listener_(std::move(listener)),
+      admin_service_(*backend_, memory_, sessions_, peers_, status_),
+      runtime_service_(*backend_, memory_, sessions_, peers_,
+                       "unix:" + DataPlanePath(listener_->path())) {}
 
 Daemon::~Daemon() {
   if (server_) Shutdown(absl::ZeroDuration());
@@ -71,12 +88,19 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
       sys_calls);
   if (!backend.ok()) return backend.status();
 
+  const ListenerOptions listener_options = MakeListenerOptions(config.server);
   absl::StatusOr<std::unique_ptr<UnixSocketListener>> listener =
-      UnixSocketListener::Create(MakeListenerOptions(config.server), sys_calls);
+      UnixSocketListener::Create(listener_options, sys_calls);
   if (!listener.ok()) return listener.status();
 
-  return std::unique_ptr<Daemon>(
-      new Daemon(config, *std::move(backend), *std::move(listener)));
+  std::unique_ptr<Daemon> daemon(new Daemon(config, *std::move(backend), *std::move(listener)));
+  ListenerOptions data_options = listener_options;
+  data_options.path = DataPlanePath(listener_options.path);
+  absl::StatusOr<std::unique_ptr<DataPlane>> data_plane =
+      DataPlane::Create(data_options, daemon->sessions_, sys_calls);
+  if (!data_plane.ok()) return data_plane.status();
+  daemon->data_plane_ = *std::move(data_plane);
+  return daemon;
 }
 
 absl::Status Daemon::Start() {
@@ -94,6 +118,7 @@ absl::Status Daemon::Start() {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr) return absl::InternalError("cannot start the gRPC server");
 
+  data_plane_->Start();
   listener_->Start([this](int fd, const PeerCredentials& peer) {
     peers_.Record(fd, peer);
     spdlog::debug("connection from pid {} uid {} gid {} (fd {})", peer.pid, peer.uid, peer.gid,
@@ -115,6 +140,8 @@ void Daemon::Shutdown(absl::Duration grace) {
     server_->Wait();
     server_.reset();
   }
+  data_plane_.reset();
+  sessions_.CloseAll("neuron-rtd is stopping");
 }
 
 }  // namespace neuron::rtd

@@ -12,11 +12,15 @@
 #include "daemon/common/os_sys_calls.h"
 #include "daemon/config/config.h"
 #include "daemon/hal/device.h"
+#include "daemon/memory/memory_manager.h"
+#include "daemon/queue/scheduler.h"
 #include "daemon/server/admin_service.h"
+#include "daemon/server/data_plane.h"
 #include "daemon/server/daemon_status.h"
 #include "daemon/server/peer_credentials.h"
 #include "daemon/server/runtime_service.h"
 #include "daemon/server/unix_socket_listener.h"
+#include "daemon/session/session_manager.h"
 
 namespace neuron::rtd {
 
@@ -37,6 +41,7 @@ class Daemon {
   void Shutdown(absl::Duration grace);
 
   const std::string& socket_path() const { return listener_->path(); }
+  const std::string& data_plane_path() const { return data_plane_->path(); }
   const hal::Backend& backend() const { return *backend_; }
 
  private:
@@ -46,10 +51,16 @@ class Daemon {
   const DaemonConfig config_;
   DaemonStatus status_;
   PeerRegistry peers_;
+  // Destroyed in reverse: the data plane and the sessions first, then the
+  // queues (whose copies may still hold segments), then memory, then devices.
   std::unique_ptr<hal::Backend> backend_;
+  memory::MemoryManager memory_;
+  queue::Scheduler scheduler_;
+  session::SessionManager sessions_;
+  std::unique_ptr<UnixSocketListener> listener_;
+  std::unique_ptr<DataPlane> data_plane_;
   AdminService admin_service_;
   RuntimeService runtime_service_;
-  std::unique_ptr<UnixSocketListener> listener_;
   std::unique_ptr<grpc::Server> server_;
 };
 

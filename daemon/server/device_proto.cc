@@ -24,7 +24,7 @@ v1::Architecture ArchitectureToProto(hal::Architecture architecture) {
   return v1::ARCHITECTURE_UNSPECIFIED;
 }
 
-void DeviceToProto(const hal::DeviceInfo& info, v1::DeviceInfo* out) {
+void DeviceToProto(const hal::DeviceInfo& info, uint64_t hbm_used, v1::DeviceInfo* out) {
   out->set_index(info.index);
   out->set_instance_type(info.instance_type);
   out->set_architecture(ArchitectureToProto(info.architecture));
@@ -38,17 +38,18 @@ void DeviceToProto(const hal::DeviceInfo& info, v1::DeviceInfo* out) {
     core_info->set_physical_cores(info.logical_nc_config);
   }
   out->set_hbm_total_bytes(info.hbm_total_bytes);
-  // Segments arrive with the memory allocator; until then nothing holds HBM.
-  out->set_hbm_used_bytes(0);
+  out->set_hbm_used_bytes(hbm_used);
   for (uint32_t neighbour : info.connected_devices) out->add_connected_devices(neighbour);
   out->set_bus_id(info.bus_id);
 }
 
 }  // namespace
 
-void DevicesToProto(const hal::Backend& backend,
+void DevicesToProto(const hal::Backend& backend, const memory::MemoryManager& memory,
                     google::protobuf::RepeatedPtrField<v1::DeviceInfo>* out) {
-  for (const hal::Device* device : backend.devices()) DeviceToProto(device->info(), out->Add());
+  for (const hal::Device* device : backend.devices()) {
+    DeviceToProto(device->info(), memory.stats(device->info().index).used_bytes, out->Add());
+  }
 }
 
 }  // namespace neuron::rtd

@@ -3,6 +3,7 @@
 #define NEURON_RTD_DAEMON_SERVER_DEVICE_PROTO_H_
 
 #include "daemon/hal/device.h"
+#include "daemon/memory/memory_manager.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "neuron/rtd/v1/common.pb.h"
 
@@ -10,8 +11,8 @@ namespace neuron::rtd {
 
 v1::BackendKind ToProto(hal::BackendKind kind);
 
-// Every device of the backend, in index order.
-void DevicesToProto(const hal::Backend& backend,
+// Every device of the backend, in index order, with the HBM its sessions hold.
+void DevicesToProto(const hal::Backend& backend, const memory::MemoryManager& memory,
                     google::protobuf::RepeatedPtrField<v1::DeviceInfo>* out);
 
 }  // namespace neuron::rtd

@@ -1,9 +1,6 @@
-// Who is on the other end of a connection, as the kernel reports it
-// (SO_PEERCRED) when the daemon accepts it. Never what the peer claims.
+// The peers of the connections the daemon accepted.
 #ifndef NEURON_RTD_DAEMON_SERVER_PEER_CREDENTIALS_H_
 #define NEURON_RTD_DAEMON_SERVER_PEER_CREDENTIALS_H_
-
-#include <sys/types.h>
 
 #include <optional>
 #include <string_view>
@@ -11,14 +8,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/common/peer_credentials.h"
 
 namespace neuron::rtd {
-
-struct PeerCredentials {
-  pid_t pid = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
 
 // Maps the connections the daemon accepted to their peers, so that an RPC
 // handler can tell who called from grpc::ServerContext::peer().

@@ -1,10 +1,36 @@
 #include "daemon/server/runtime_service.h"
 
+#include "absl/strings/str_format.h"
 #include "daemon/server/device_proto.h"
+#include "daemon/server/grpc_status.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
 
 namespace neuron::rtd {
+namespace {
+
+void RegionToProto(uint64_t id, v1::SharedRegionKind kind, uint64_t size, v1::SharedRegion* out) {
+  out->set_region_id(id);
+  out->set_kind(kind);
+  out->set_size_bytes(size);
+}
+
+}  // namespace
+
+absl::StatusOr<PeerCredentials> RuntimeService::Caller(grpc::ServerContext* context) const {
+  std::optional<PeerCredentials> peer = peers_.Lookup(context->peer());
+  if (!peer) {
+    return absl::UnauthenticatedError("the daemon cannot identify this connection's peer");
+  }
+  return *peer;
+}
+
+absl::StatusOr<std::shared_ptr<session::Session>> RuntimeService::CallerSession(
+    grpc::ServerContext* context, uint64_t session_id) const {
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return caller.status();
+  return sessions_.Get(session_id, *caller);
+}
 
 grpc::Status RuntimeService::GetRuntimeInfo(grpc::ServerContext*, const v1::GetRuntimeInfoRequest*,
                                             v1::GetRuntimeInfoResponse* response) {
@@ -17,7 +43,139 @@ grpc::Status RuntimeService::GetRuntimeInfo(grpc::ServerContext*, const v1::GetR
 
 grpc::Status RuntimeService::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*,
                                          v1::ListDevicesResponse* response) {
-  DevicesToProto(backend_, response->mutable_devices());
+  DevicesToProto(backend_, memory_, response->mutable_devices());
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::OpenSession(grpc::ServerContext* context,
+                                         const v1::OpenSessionRequest* request,
+                                         v1::OpenSessionResponse* response) {
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return ToGrpc(caller.status());
+  if (request->abi_version_major() != NEURON_RTD_ABI_VERSION_MAJOR) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrFormat("the client speaks ring ABI %d.%d and neuron-rtd %s speaks "
+                                        "%d.%d; use matching versions",
+                                        request->abi_version_major(), request->abi_version_minor(),
+                                        NEURON_RTD_VERSION, NEURON_RTD_ABI_VERSION_MAJOR,
+                                        NEURON_RTD_ABI_VERSION_MINOR));
+  }
+  absl::StatusOr<session::OpenedSession> opened = sessions_.Open(
+      *caller, request->client_name(),
+      std::vector<uint32_t>(request->cores().begin(), request->cores().end()));
+  if (!opened.ok()) return ToGrpc(opened.status());
+  const session::Session& session = *opened->session;
+  response->set_session_id(session.id());
+  for (uint32_t core : session.cores()) response->add_cores(core);
+  const session::SessionLimits& limits = session.limits();
+  v1::SessionLimits* out_limits = response->mutable_limits();
+  out_limits->set_max_hbm_bytes(limits.max_hbm_bytes);
+  out_limits->set_max_streams(limits.max_streams);
+  out_limits->set_max_ring_bytes(limits.max_ring_bytes);
+  out_limits->set_max_registered_host_bytes(limits.max_host_memory_bytes);
+  out_limits->set_segment_alignment_bytes(hal::kHbmPageBytes);
+  response->set_data_plane_address(data_plane_address_);
+  response->set_attach_token(opened->attach_token);
+  RegionToProto(session.completion_page().id(), v1::SHARED_REGION_KIND_COMPLETION_PAGE,
+                session.completion_page().size(), response->mutable_completion_page());
+  RegionToProto(session.staging().id(), v1::SHARED_REGION_KIND_STAGING, session.staging().size(),
+                response->mutable_staging());
+  response->mutable_owner()->set_pid(caller->pid);
+  response->mutable_owner()->set_uid(caller->uid);
+  response->mutable_owner()->set_gid(caller->gid);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::CloseSession(grpc::ServerContext* context,
+                                          const v1::CloseSessionRequest* request,
+                                          v1::CloseSessionResponse*) {
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return ToGrpc(caller.status());
+  return ToGrpc(sessions_.Close(request->session_id(), *caller, NEURON_RTD_STATUS_CLOSED,
+                                "closed by its client"));
+}
+
+grpc::Status RuntimeService::AllocateSegment(grpc::ServerContext* context,
+                                             const v1::AllocateSegmentRequest* request,
+                                             v1::AllocateSegmentResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  absl::StatusOr<memory::SegmentRef> segment =
+      (*session)->AllocateSegment(request->core(), request->size_bytes());
+  if (!segment.ok()) return ToGrpc(segment.status());
+  response->set_segment_id((*segment)->id());
+  response->set_device_address((*segment)->range().address);
+  response->set_size_bytes((*segment)->range().size);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::FreeSegment(grpc::ServerContext* context,
+                                         const v1::FreeSegmentRequest* request,
+                                         v1::FreeSegmentResponse*) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  return ToGrpc((*session)->FreeSegment(request->segment_id()));
+}
+
+grpc::Status RuntimeService::CreateStream(grpc::ServerContext* context,
+                                          const v1::CreateStreamRequest* request,
+                                          v1::CreateStreamResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  absl::StatusOr<session::StreamRegion> stream =
+      (*session)->CreateStream(request->core(), request->ring_bytes());
+  if (!stream.ok()) return ToGrpc(stream.status());
+  response->set_stream_id(stream->stream->id());
+  RegionToProto(stream->stream->ring().id(), v1::SHARED_REGION_KIND_COMMAND_RING,
+                stream->stream->ring().size(), response->mutable_ring());
+  response->set_completion_slot(stream->completion_slot);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::DestroyStream(grpc::ServerContext* context,
+                                           const v1::DestroyStreamRequest* request,
+                                           v1::DestroyStreamResponse*) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  return ToGrpc((*session)->DestroyStream(request->stream_id()));
+}
+
+grpc::Status RuntimeService::RegisterHostMemory(grpc::ServerContext* context,
+                                                const v1::RegisterHostMemoryRequest* request,
+                                                v1::RegisterHostMemoryResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  absl::StatusOr<std::shared_ptr<session::SharedRegion>> region =
+      (*session)->RegisterHostMemory(request->size_bytes());
+  if (!region.ok()) return ToGrpc(region.status());
+  response->set_host_memory_id((*region)->id());
+  RegionToProto((*region)->id(), v1::SHARED_REGION_KIND_HOST_MEMORY, (*region)->size(),
+                response->mutable_region());
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::UnregisterHostMemory(grpc::ServerContext* context,
+                                                  const v1::UnregisterHostMemoryRequest* request,
+                                                  v1::UnregisterHostMemoryResponse*) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  return ToGrpc((*session)->UnregisterHostMemory(request->host_memory_id()));
+}
+
+grpc::Status RuntimeService::GetStreamErrors(grpc::ServerContext* context,
+                                             const v1::GetStreamErrorsRequest* request,
+                                             v1::GetStreamErrorsResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  for (const queue::StreamError& error : (*session)->StreamErrors(request->stream_id())) {
+    v1::ErrorDetail* detail = response->add_errors();
+    detail->set_nrt_status(static_cast<v1::NrtStatus>(error.nrt_status));
+    detail->set_message(error.message);
+    detail->set_stream_id(error.stream_id);
+    detail->set_sequence(error.sequence);
+    detail->set_opcode(error.opcode);
+    detail->set_op_name(error.op_name);
+  }
   return grpc::Status::OK;
 }
 

@@ -1,27 +1,70 @@
-// neuron.rtd.v1.Runtime. Sessions, memory, streams, executables and
-// collectives land with their components; until then those methods answer
-// UNIMPLEMENTED (UnimplementedMessageInterceptor names them).
+// neuron.rtd.v1.Runtime. Executables and collectives land with their
+// components; until then those methods answer UNIMPLEMENTED
+// (UnimplementedMessageInterceptor names them).
 #ifndef NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 #define NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 
+#include <string>
+
 #include "daemon/hal/device.h"
+#include "daemon/memory/memory_manager.h"
+#include "daemon/server/peer_credentials.h"
+#include "daemon/session/session_manager.h"
 #include "neuron/rtd/v1/runtime.grpc.pb.h"
 
 namespace neuron::rtd {
 
-// Lifetime: the backend outlives the service.
+// Lifetime: everything it is given outlives the service.
 // Thread-safety: handlers run concurrently on gRPC's threads.
 class RuntimeService final : public v1::Runtime::Service {
  public:
-  explicit RuntimeService(const hal::Backend& backend) : backend_(backend) {}
+  RuntimeService(const hal::Backend& backend, const memory::MemoryManager& memory,
+                 session::SessionManager& sessions, const PeerRegistry& peers,
+                 std::string data_plane_address)
+      : backend_(backend),
+        memory_(memory),
+        sessions_(sessions),
+        peers_(peers),
+        data_plane_address_(std::move(data_plane_address)) {}
 
   grpc::Status GetRuntimeInfo(grpc::ServerContext* context, const v1::GetRuntimeInfoRequest* request,
                               v1::GetRuntimeInfoResponse* response) override;
   grpc::Status ListDevices(grpc::ServerContext* context, const v1::ListDevicesRequest* request,
                            v1::ListDevicesResponse* response) override;
+  grpc::Status OpenSession(grpc::ServerContext* context, const v1::OpenSessionRequest* request,
+                           v1::OpenSessionResponse* response) override;
+  grpc::Status CloseSession(grpc::ServerContext* context, const v1::CloseSessionRequest* request,
+                            v1::CloseSessionResponse* response) override;
+  grpc::Status AllocateSegment(grpc::ServerContext* context,
+                               const v1::AllocateSegmentRequest* request,
+                               v1::AllocateSegmentResponse* response) override;
+  grpc::Status FreeSegment(grpc::ServerContext* context, const v1::FreeSegmentRequest* request,
+                           v1::FreeSegmentResponse* response) override;
+  grpc::Status CreateStream(grpc::ServerContext* context, const v1::CreateStreamRequest* request,
+                            v1::CreateStreamResponse* response) override;
+  grpc::Status DestroyStream(grpc::ServerContext* context, const v1::DestroyStreamRequest* request,
+                             v1::DestroyStreamResponse* response) override;
+  grpc::Status RegisterHostMemory(grpc::ServerContext* context,
+                                  const v1::RegisterHostMemoryRequest* request,
+                                  v1::RegisterHostMemoryResponse* response) override;
+  grpc::Status UnregisterHostMemory(grpc::ServerContext* context,
+                                    const v1::UnregisterHostMemoryRequest* request,
+                                    v1::UnregisterHostMemoryResponse* response) override;
+  grpc::Status GetStreamErrors(grpc::ServerContext* context,
+                               const v1::GetStreamErrorsRequest* request,
+                               v1::GetStreamErrorsResponse* response) override;
 
  private:
+  // The caller's session, when the caller may use it.
+  absl::StatusOr<std::shared_ptr<session::Session>> CallerSession(grpc::ServerContext* context,
+                                                                  uint64_t session_id) const;
+  absl::StatusOr<PeerCredentials> Caller(grpc::ServerContext* context) const;
+
   const hal::Backend& backend_;
+  const memory::MemoryManager& memory_;
+  session::SessionManager& sessions_;
+  const PeerRegistry& peers_;
+  const std::string data_plane_address_;
 };
 
 }  // namespace neuron::rtd

@@ -118,7 +118,7 @@ absl::StatusOr<int> LockSocketPath(const std::string& path, OsSysCalls& sys_call
 // without removing it (or to one that predates the lock). A connect tells
 // which.
 absl::Status RemoveStaleSocket(const std::string& path, const sockaddr_un& address,
-                               OsSysCalls& sys_calls) {
+                               int socket_type, OsSysCalls& sys_calls) {
   struct stat info {};
   SysCallInt found = sys_calls.Lstat(path, &info);
   if (!found.ok()) {
@@ -129,7 +129,7 @@ absl::Status RemoveStaleSocket(const std::string& path, const sockaddr_un& addre
     return absl::FailedPreconditionError(
         absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
   }
-  SysCallInt probe = sys_calls.Socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  SysCallInt probe = sys_calls.Socket(AF_UNIX, socket_type | SOCK_CLOEXEC, 0);
   if (!probe.ok()) return Failed(probe.error, "cannot create a socket to probe", path);
   SysCallInt connected =
       sys_calls.Connect(probe.value, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
@@ -165,11 +165,12 @@ absl::StatusOr<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Create(
   if (!lock_fd.ok()) return lock_fd.status();
   absl::Cleanup close_lock = [&] { sys_calls.Close(*lock_fd); };
 
-  if (absl::Status status = RemoveStaleSocket(options.path, *address, sys_calls); !status.ok()) {
+  if (absl::Status status = RemoveStaleSocket(options.path, *address, options.socket_type, sys_calls); !status.ok()) {
     return status;
   }
 
-  SysCallInt listen_fd = sys_calls.Socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  SysCallInt listen_fd =
+      sys_calls.Socket(AF_UNIX, options.socket_type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (!listen_fd.ok()) return Failed(listen_fd.error, "cannot create socket for", options.path);
   absl::Cleanup close_listen = [&] { sys_calls.Close(listen_fd.value); };
 

@@ -8,6 +8,7 @@
 #ifndef NEURON_RTD_DAEMON_SERVER_UNIX_SOCKET_LISTENER_H_
 #define NEURON_RTD_DAEMON_SERVER_UNIX_SOCKET_LISTENER_H_
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -34,6 +35,8 @@ struct ListenerOptions {
   // (the per-user socket's directory), or the listener refuses it: anyone
   // else who could write there could replace the socket.
   bool require_private_directory = false;
+  // SOCK_STREAM (gRPC) or SOCK_SEQPACKET (the data plane).
+  int socket_type = SOCK_STREAM;
 };
 
 // Thread-safety: Start and Stop are called from one thread; the connection

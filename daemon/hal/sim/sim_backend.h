@@ -13,39 +13,15 @@
 #include "absl/status/statusor.h"
 #include "daemon/common/os_sys_calls.h"
 #include "daemon/hal/device.h"
-#include "daemon/hal/sim/hbm_arena.h"
 #include "daemon/hal/sim/presets.h"
+#include "daemon/hal/sim/sim_device.h"
 
 namespace neuron::rtd::hal::sim {
-
-// Device virtual addresses of simulated HBM: chip i's memory starts at
-// kDeviceAddressBase + i * kDeviceAddressStride. The range is non-canonical
-// on x86-64 and AArch64, so no host pointer can ever equal a device address.
-inline constexpr uint64_t kDeviceAddressBase = 0x4e00'0000'0000'0000;
-inline constexpr uint64_t kDeviceAddressStride = uint64_t{1} << 40;
 
 struct SimOptions {
   std::string preset{kDefaultSimPreset};
   // Physical cores per logical core; 0 takes the preset's default.
   uint32_t logical_nc_config = 0;
-};
-
-class SimDevice final : public Device {
- public:
-  SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena)
-      : info_(std::move(info)), arena_(std::move(arena)) {}
-
-  const DeviceInfo& info() const override { return info_; }
-  DeviceRange hbm() const override { return arena_->range(); }
-  absl::Status Acquire(DeviceRange range) override { return arena_->Commit(range); }
-  absl::Status Release(DeviceRange range) override { return arena_->Decommit(range); }
-
-  // The host memory behind device memory, for the sim's kernels and DMA.
-  HbmArena& arena() { return *arena_; }
-
- private:
-  const DeviceInfo info_;
-  const std::unique_ptr<HbmArena> arena_;
 };
 
 class SimBackend final : public Backend {

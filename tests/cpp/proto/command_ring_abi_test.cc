@@ -11,8 +11,9 @@ namespace {
 
 TEST(CommandRingAbiTest, RecordLengthIsAlignedAndBounded) {
   EXPECT_EQ(neuron_rtd_record_length(0, 0), sizeof(neuron_rtd_record_header));
-  EXPECT_EQ(neuron_rtd_record_length(sizeof(neuron_rtd_copy_payload), 0), 32u + 56u);
-  EXPECT_EQ(neuron_rtd_record_length(sizeof(neuron_rtd_copy_payload), 9), 32u + 56u + 16u);
+  EXPECT_EQ(neuron_rtd_record_length(sizeof(neuron_rtd_copy_payload), 0), 96u);
+  EXPECT_EQ(neuron_rtd_record_length(sizeof(neuron_rtd_copy_payload), 9), 128u);
+  EXPECT_EQ(neuron_rtd_record_length(sizeof(neuron_rtd_copy_payload), 8), 96u);
   EXPECT_EQ(neuron_rtd_record_length(1, 0) % NEURON_RTD_RECORD_ALIGN, 0u);
   EXPECT_EQ(neuron_rtd_record_length(NEURON_RTD_MAX_RECORD_BYTES - 32, 0),
             NEURON_RTD_MAX_RECORD_BYTES);

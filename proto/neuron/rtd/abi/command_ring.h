@@ -3,6 +3,16 @@
  * records and the completion page. The one definition, included by the
  * daemon and by libneuronrt alike.
  *
+ * Ring protocol: the client writes a whole record at (tail % capacity), then
+ * publishes tail += length with a release store, then (after a full fence)
+ * rings the doorbell (writes 1 to the stream's eventfd) only when it reads
+ * consumer_sleeping == 1. A record never wraps: when it does not fit before
+ * the end of the record area the client first writes a PAD record that fills
+ * the rest. The daemon reads records in order and publishes head (bytes it
+ * has consumed) with a release store; space up to head may be reused. Before
+ * it sleeps the daemon stores consumer_sleeping = 1, fences, and reads tail
+ * again.
+ *
  * Layout rules:
  *  - Every structure has a fixed size and explicit padding; sizes and field
  *    offsets are checked at compile time below. Integers are little-endian
@@ -34,8 +44,10 @@
 #define NEURON_RTD_COMPLETION_MAGIC 0x5043524eu
 
 #define NEURON_RTD_CACHE_LINE 64u
-/* Records start and end on this boundary. */
-#define NEURON_RTD_RECORD_ALIGN 8u
+/* Records start and end on this boundary, which is also the size of a
+ * record header: the space left before the end of the ring always holds at
+ * least a PAD record's header. */
+#define NEURON_RTD_RECORD_ALIGN 32u
 /* Bounds that the daemon enforces on every record. */
 #define NEURON_RTD_MAX_RECORD_BYTES 4096u
 #define NEURON_RTD_MAX_OP_NAME_BYTES 128u
@@ -46,6 +58,20 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Status codes in the completion page: the values of neuron.rtd.v1.NrtStatus
+ * (the Neuron runtime's NRT_STATUS numbers). */
+enum neuron_rtd_status {
+  NEURON_RTD_STATUS_SUCCESS = 0,
+  NEURON_RTD_STATUS_FAILURE = 1,
+  NEURON_RTD_STATUS_INVALID = 2,
+  NEURON_RTD_STATUS_INVALID_HANDLE = 3,
+  NEURON_RTD_STATUS_RESOURCE = 4,
+  NEURON_RTD_STATUS_TIMEOUT = 5,
+  NEURON_RTD_STATUS_CLOSED = 14,
+  NEURON_RTD_STATUS_EXEC_BAD_INPUT = 1002,
+  NEURON_RTD_STATUS_EXEC_OOB = 1006
+};
 
 /* Command kinds. 0 is never valid, so zeroed memory is never a command. */
 enum neuron_rtd_opcode {
@@ -87,13 +113,10 @@ struct neuron_rtd_ring_header {
   uint64_t head;
   uint8_t reserved3[NEURON_RTD_CACHE_LINE - 8];
 
-  /*
-   * Doorbell. The daemon sets consumer_sleeping to 1 before it sleeps on
-   * doorbell (a futex word) and re-reads tail after; the client increments
-   * doorbell and calls FUTEX_WAKE only when it sees consumer_sleeping == 1.
-   */
+  /* Doorbell: see the ring protocol above. The doorbell itself is an eventfd
+   * passed with the ring. */
   uint32_t consumer_sleeping;
-  uint32_t doorbell;
+  uint32_t reserved5;
   uint8_t reserved4[NEURON_RTD_CACHE_LINE - 8];
 };
 
@@ -172,6 +195,16 @@ struct neuron_rtd_wait_payload {
  * followed by `arg_count` device addresses (uint64_t each) and then
  * `scalar_bytes` of immediate operands whose meaning the executable defines.
  */
+/*
+ * Executables that every daemon has, with ids below
+ * NEURON_RTD_FIRST_LOADED_EXECUTABLE; loaded executables get ids from there.
+ *
+ * NEURON_RTD_EXEC_BUILTIN_ADD_F32: out[i] = a[i] + b[i] over float32.
+ *   arguments: a, b, out (device addresses); scalars: uint64_t element count.
+ */
+#define NEURON_RTD_EXEC_BUILTIN_ADD_F32 1u
+#define NEURON_RTD_FIRST_LOADED_EXECUTABLE 1024u
+
 struct neuron_rtd_launch_payload {
   uint64_t executable_id;
   uint32_t arg_count;
@@ -274,6 +307,21 @@ struct neuron_rtd_completion_slot {
   uint32_t waiters;
   uint8_t reserved0[NEURON_RTD_CACHE_LINE - 28];
 };
+
+/* The opcode's name, for messages. */
+static inline const char* neuron_rtd_opcode_name(uint32_t opcode) {
+  switch (opcode) {
+    case NEURON_RTD_OP_PAD: return "PAD";
+    case NEURON_RTD_OP_LAUNCH: return "LAUNCH";
+    case NEURON_RTD_OP_COPY: return "COPY";
+    case NEURON_RTD_OP_FILL: return "FILL";
+    case NEURON_RTD_OP_WAIT: return "WAIT";
+    case NEURON_RTD_OP_SIGNAL: return "SIGNAL";
+    case NEURON_RTD_OP_COLLECTIVE: return "COLLECTIVE";
+    case NEURON_RTD_OP_MARKER: return "MARKER";
+    default: return "UNKNOWN";
+  }
+}
 
 /* The aligned length of a record with the given payload and op name, or 0
  * when that exceeds NEURON_RTD_MAX_RECORD_BYTES. */

@@ -1,0 +1,161 @@
+// A session with neuron-rtd: device memory, pinned host memory and streams
+// for one process. The per-command path goes through shared memory, never
+// through a system call while the daemon is busy.
+#ifndef NEURONRT_SESSION_H_
+#define NEURONRT_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "neuronrt/client.h"
+
+namespace neuronrt {
+
+namespace internal {
+class SessionCore;
+class StreamState;
+}  // namespace internal
+
+struct SessionOptions {
+  ClientOptions client;
+  // Shown by `neuronctl ps`.
+  std::string client_name;
+  // Host-wide core indices; empty: $NEURON_RT_VISIBLE_CORES ("0-3", "1,3"),
+  // else every core.
+  std::vector<uint32_t> cores;
+  // Command ring of each stream, in bytes.
+  uint64_t ring_bytes = 256 << 10;
+};
+
+// A segment of device memory. `device_address` is a device virtual address:
+// never dereference it on the host.
+struct DeviceBuffer {
+  uint64_t segment_id = 0;
+  uint64_t device_address = 0;
+  uint64_t size = 0;
+  uint32_t core = 0;
+};
+
+// Pinned host memory, shared with the daemon: copies to and from it need no
+// staging. Lifetime: mapped until the last reference goes.
+class HostBuffer {
+ public:
+  HostBuffer(std::shared_ptr<internal::SessionCore> session, uint64_t id, void* data,
+             uint64_t size);
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer();
+
+  uint64_t id() const { return id_; }
+  void* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  std::shared_ptr<internal::SessionCore> session_;
+  const uint64_t id_;
+  void* const data_;
+  const uint64_t size_;
+};
+
+// A point on a stream's timeline. Cheap to copy.
+class Event {
+ public:
+  Event() = default;
+  Event(std::shared_ptr<internal::StreamState> stream, uint64_t value)
+      : stream_(std::move(stream)), value_(value) {}
+
+  uint64_t stream_id() const;
+  uint64_t value() const { return value_; }
+  bool valid() const { return stream_ != nullptr; }
+
+  // True once the command (and all before it on its stream) has finished;
+  // the stream's error when it failed at or before this point.
+  absl::StatusOr<bool> Query() const;
+  // Sleeps until the event completes; the error of the failing command, with
+  // its op name, when it failed.
+  absl::Status Synchronize() const;
+
+ private:
+  friend class Stream;
+  std::shared_ptr<internal::StreamState> stream_;
+  uint64_t value_ = 0;
+};
+
+// An ordered queue of commands on one core. Commands run in order within a
+// stream; streams run independently unless one waits on another's Event.
+// Errors are asynchronous: a failed command poisons its stream, and the next
+// synchronization (Event::Synchronize, Stream::Synchronize, a blocking copy)
+// returns it. Thread-safety: every method may be called from any thread.
+class Stream {
+ public:
+  explicit Stream(std::shared_ptr<internal::StreamState> state) : state_(std::move(state)) {}
+  ~Stream();
+
+  uint64_t id() const;
+  uint32_t core() const;
+
+  // Pageable host memory goes through the session's staging arena: the call
+  // returns once `host` has been read (it may be reused at once).
+  absl::StatusOr<Event> CopyToDevice(uint64_t device_address, const void* host, uint64_t bytes,
+                                     std::string_view op_name = {});
+  // Pinned memory is read by the daemon: keep it unchanged until the Event.
+  absl::StatusOr<Event> CopyToDevice(uint64_t device_address, const HostBuffer& host,
+                                     uint64_t offset, uint64_t bytes,
+                                     std::string_view op_name = {});
+  // Blocking: returns when `host` holds the data.
+  absl::Status CopyToHost(void* host, uint64_t device_address, uint64_t bytes,
+                          std::string_view op_name = {});
+  absl::StatusOr<Event> CopyToHost(const HostBuffer& host, uint64_t offset,
+                                   uint64_t device_address, uint64_t bytes,
+                                   std::string_view op_name = {});
+  absl::StatusOr<Event> CopyOnDevice(uint64_t destination, uint64_t source, uint64_t bytes,
+                                     std::string_view op_name = {});
+  // Repeats the low `pattern_bytes` (1, 2, 4 or 8) bytes of `pattern`.
+  absl::StatusOr<Event> Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
+                             uint32_t pattern_bytes, std::string_view op_name = {});
+  absl::StatusOr<Event> Launch(uint64_t executable_id, std::span<const uint64_t> arguments,
+                               std::span<const uint8_t> scalars, std::string_view op_name = {});
+  // An event after everything enqueued so far (a SIGNAL when needed).
+  absl::StatusOr<Event> Record();
+  // Makes later commands of this stream wait, on the device side, for `event`.
+  absl::Status Wait(const Event& event);
+  absl::Status Synchronize();
+
+ private:
+  std::shared_ptr<internal::StreamState> state_;
+};
+
+class Session {
+ public:
+  // Opens a session and attaches its data plane.
+  static absl::StatusOr<std::unique_ptr<Session>> Open(const SessionOptions& options = {});
+  ~Session();
+
+  uint64_t id() const;
+  const std::vector<uint32_t>& cores() const;
+  Client& client() const;
+
+  absl::StatusOr<DeviceBuffer> Allocate(uint32_t core, uint64_t bytes);
+  absl::Status Free(const DeviceBuffer& buffer);
+  absl::StatusOr<std::shared_ptr<HostBuffer>> AllocateHost(uint64_t bytes);
+  absl::StatusOr<std::shared_ptr<Stream>> CreateStream(uint32_t core);
+
+  // Ends the session; commands still queued are dropped.
+  absl::Status Close();
+
+ private:
+  explicit Session(std::shared_ptr<internal::SessionCore> core) : core_(std::move(core)) {}
+  std::shared_ptr<internal::SessionCore> core_;
+};
+
+// Parses NEURON_RT_VISIBLE_CORES syntax: "3", "0-3", "0,2-3".
+absl::StatusOr<std::vector<uint32_t>> ParseCoreList(std::string_view text);
+
+}  // namespace neuronrt
+
+#endif  // NEURONRT_SESSION_H_

@@ -1,0 +1,82 @@
+// The gRPC implementation of Client, and what the rest of libneuronrt needs
+// from it: the stubs, and contexts with the configured deadline.
+#ifndef NEURONRT_SRC_INTERNAL_GRPC_CLIENT_H_
+#define NEURONRT_SRC_INTERNAL_GRPC_CLIENT_H_
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
+#include <chrono>
+#include <memory>
+
+#include "neuron/rtd/v1/admin.grpc.pb.h"
+#include "neuron/rtd/v1/runtime.grpc.pb.h"
+#include "neuronrt/client.h"
+#include "src/internal/proto_convert.h"
+
+namespace neuronrt::internal {
+
+namespace v1 = neuron::rtd::v1;
+
+class GrpcClient final : public Client {
+ public:
+  GrpcClient(DaemonAddress address, absl::Duration rpc_timeout,
+             std::shared_ptr<grpc::Channel> channel)
+      : address_(std::move(address)),
+        rpc_timeout_(rpc_timeout),
+        admin_(v1::Admin::NewStub(channel)),
+        runtime_(v1::Runtime::NewStub(channel)) {}
+
+  const DaemonAddress& address() const override { return address_; }
+
+  absl::StatusOr<std::vector<DeviceInfo>> ListDevices() const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::ListDevicesResponse response;
+    grpc::Status status = runtime_->ListDevices(&context, v1::ListDevicesRequest(), &response);
+    if (!status.ok()) return internal::FromGrpc(status, address_, "ListDevices");
+    std::vector<DeviceInfo> devices;
+    devices.reserve(response.devices_size());
+    for (const v1::DeviceInfo& device : response.devices()) {
+      devices.push_back(internal::FromProto(device));
+    }
+    return devices;
+  }
+
+  absl::StatusOr<HealthInfo> Health() const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::HealthResponse response;
+    grpc::Status status = admin_->Health(&context, v1::HealthRequest(), &response);
+    if (!status.ok()) return internal::FromGrpc(status, address_, "Health");
+    return internal::FromProto(response);
+  }
+
+  absl::StatusOr<RuntimeInfo> GetRuntimeInfo() const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::GetRuntimeInfoResponse response;
+    grpc::Status status =
+        runtime_->GetRuntimeInfo(&context, v1::GetRuntimeInfoRequest(), &response);
+    if (!status.ok()) return internal::FromGrpc(status, address_, "GetRuntimeInfo");
+    return internal::FromProto(response);
+  }
+
+  // Sets the call's deadline from ClientOptions.rpc_timeout.
+  void PrepareContext(grpc::ClientContext& context) const {
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoMilliseconds(rpc_timeout_));
+  }
+  v1::Runtime::Stub& runtime() const { return *runtime_; }
+
+ private:
+  const DaemonAddress address_;
+  const absl::Duration rpc_timeout_;
+  const std::unique_ptr<v1::Admin::Stub> admin_;
+  const std::unique_ptr<v1::Runtime::Stub> runtime_;
+};
+
+
+}  // namespace neuronrt::internal
+
+#endif  // NEURONRT_SRC_INTERNAL_GRPC_CLIENT_H_

@@ -1,0 +1,346 @@
+#include "src/internal/session_core.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "src/internal/futex.h"
+#include "src/internal/proto_convert.h"
+
+namespace neuronrt::internal {
+namespace {
+
+// Busy-wait iterations before a waiter sleeps: a round trip through an idle
+// daemon takes a few microseconds, well worth a short spin.
+constexpr int kSpinIterations = 4000;
+// A sleeping waiter looks at the daemon's liveness this often.
+constexpr absl::Duration kLivenessInterval = absl::Milliseconds(50);
+
+inline void CpuRelax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+absl::StatusCode CodeFor(int32_t nrt_status) {
+  switch (nrt_status) {
+    case NEURON_RTD_STATUS_INVALID:
+    case NEURON_RTD_STATUS_INVALID_HANDLE:
+    case NEURON_RTD_STATUS_EXEC_BAD_INPUT:
+      return absl::StatusCode::kInvalidArgument;
+    case NEURON_RTD_STATUS_RESOURCE:
+      return absl::StatusCode::kResourceExhausted;
+    case NEURON_RTD_STATUS_EXEC_OOB:
+      return absl::StatusCode::kOutOfRange;
+    case NEURON_RTD_STATUS_TIMEOUT:
+      return absl::StatusCode::kDeadlineExceeded;
+    case NEURON_RTD_STATUS_CLOSED:
+      return absl::StatusCode::kAborted;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+template <typename T>
+T LoadAcquire(T& field) {
+  return std::atomic_ref<T>(field).load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<SessionCore>> SessionCore::Open(const SessionOptions& options) {
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options.client);
+  if (!client.ok()) return client.status();
+  std::shared_ptr<SessionCore> core(new SessionCore());
+  core->client_.reset(static_cast<GrpcClient*>(client->release()));
+  core->ring_bytes_ = options.ring_bytes;
+
+  std::vector<uint32_t> cores = options.cores;
+  if (cores.empty()) {
+    if (const char* visible = std::getenv("NEURON_RT_VISIBLE_CORES"); visible && *visible) {
+      absl::StatusOr<std::vector<uint32_t>> parsed = ParseCoreList(visible);
+      if (!parsed.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("NEURON_RT_VISIBLE_CORES: %s", parsed.status().message()));
+      }
+      cores = *std::move(parsed);
+    }
+  }
+
+  v1::OpenSessionRequest request;
+  request.set_client_name(options.client_name);
+  for (uint32_t core_index : cores) request.add_cores(core_index);
+  request.set_abi_version_major(NEURON_RTD_ABI_VERSION_MAJOR);
+  request.set_abi_version_minor(NEURON_RTD_ABI_VERSION_MINOR);
+  v1::OpenSessionResponse response;
+  grpc::ClientContext context;
+  core->client_->PrepareContext(context);
+  grpc::Status status = core->client_->runtime().OpenSession(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status, core->client_->address(), "OpenSession");
+  core->id_ = response.session_id();
+  core->cores_.assign(response.cores().begin(), response.cores().end());
+
+  absl::StatusOr<std::unique_ptr<DataPlaneConnection>> data_plane = DataPlaneConnection::Attach(
+      response.data_plane_address(), response.session_id(), response.attach_token());
+  if (!data_plane.ok()) return data_plane.status();
+  core->data_plane_ = *std::move(data_plane);
+  absl::StatusOr<ReceivedRegion> page = core->data_plane_->Receive(
+      response.completion_page().region_id(), v1::SHARED_REGION_KIND_COMPLETION_PAGE);
+  if (!page.ok()) return page.status();
+  core->completion_page_ = std::move(page->region);
+  absl::StatusOr<ReceivedRegion> staging = core->data_plane_->Receive(
+      response.staging().region_id(), v1::SHARED_REGION_KIND_STAGING);
+  if (!staging.ok()) return staging.status();
+  core->staging_ = std::move(staging->region);
+  return core;
+}
+
+SessionCore::~SessionCore() = default;
+
+neuron_rtd_completion_slot* SessionCore::slot(uint32_t index) const {
+  return reinterpret_cast<neuron_rtd_completion_slot*>(
+      completion_page_->data() + sizeof(neuron_rtd_completion_page_header) +
+      index * sizeof(neuron_rtd_completion_slot));
+}
+
+bool SessionCore::closed_by_daemon() const {
+  auto* header = reinterpret_cast<neuron_rtd_completion_page_header*>(completion_page_->data());
+  return LoadAcquire(header->session_state) == NEURON_RTD_SESSION_CLOSED;
+}
+
+absl::Status SessionCore::CheckAlive() const {
+  if (closed_.load()) return absl::FailedPreconditionError(absl::StrFormat("session %d is closed", id_));
+  if (closed_by_daemon()) {
+    return absl::AbortedError(absl::StrFormat(
+        "session %d was closed by neuron-rtd at %s (killed by an administrator, its device was "
+        "reset, or the daemon is stopping)",
+        id_, client_->address().target));
+  }
+  if (!data_plane_->Alive()) {
+    return absl::UnavailableError(absl::StrFormat(
+        "neuron-rtd at %s went away: device lost for session %d", client_->address().target, id_));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SessionCore::CommandError(uint64_t stream_id, uint64_t sequence,
+                                       int32_t nrt_status) const {
+  v1::GetStreamErrorsRequest request;
+  request.set_session_id(id_);
+  request.set_stream_id(stream_id);
+  v1::GetStreamErrorsResponse response;
+  grpc::ClientContext context;
+  client_->PrepareContext(context);
+  grpc::Status status = client_->runtime().GetStreamErrors(&context, request, &response);
+  for (const v1::ErrorDetail& error : response.errors()) {
+    if (error.sequence() != sequence) continue;
+    const std::string op = error.op_name().empty()
+                               ? std::string(neuron_rtd_opcode_name(error.opcode()))
+                               : absl::StrFormat("%s '%s'", neuron_rtd_opcode_name(error.opcode()),
+                                                 error.op_name());
+    return absl::Status(CodeFor(error.nrt_status()),
+                        absl::StrFormat("stream %d: command %d (%s) failed: %s", stream_id,
+                                        sequence, op, error.message()));
+  }
+  return absl::Status(CodeFor(nrt_status),
+                      absl::StrFormat("stream %d: command %d failed with status %d%s", stream_id,
+                                      sequence, nrt_status,
+                                      status.ok() ? "" : " (its details are unavailable)"));
+}
+
+absl::Status SessionCore::MarkClosed() {
+  if (closed_.exchange(true)) return absl::OkStatus();
+  v1::CloseSessionRequest request;
+  request.set_session_id(id_);
+  v1::CloseSessionResponse response;
+  grpc::ClientContext context;
+  client_->PrepareContext(context);
+  grpc::Status status = client_->runtime().CloseSession(&context, request, &response);
+  return FromGrpc(status, client_->address(), "CloseSession");
+}
+
+absl::StatusOr<StagingChunk> SessionCore::AcquireStaging(uint64_t size) {
+  const uint64_t capacity = staging_->size();
+  size = std::min(size, staging_chunk_limit());
+  absl::MutexLock lock(&staging_mutex_);
+  while (true) {
+    uint64_t offset = staging_next_;
+    if (offset + size > capacity) offset = 0;
+    bool overlaps = false;
+    for (const StagingEntry& entry : staging_entries_) {
+      if (offset < entry.offset + entry.size && entry.offset < offset + size) overlaps = true;
+    }
+    if (!overlaps) {
+      staging_entries_.push_back(
+          StagingEntry{.offset = offset, .size = size, .done = Event(), .released = false});
+      staging_next_ = offset + size;
+      return StagingChunk{.offset = offset, .size = size, .data = staging_->data() + offset};
+    }
+    // The oldest chunk goes first; wait for its owner to enqueue it, then
+    // for its command to finish.
+    StagingEntry& oldest = staging_entries_.front();
+    if (!oldest.released) {
+      staging_released_.Wait(&staging_mutex_);
+      continue;
+    }
+    Event done = oldest.done;
+    staging_mutex_.Unlock();
+    absl::Status finished = done.Synchronize();
+    staging_mutex_.Lock();
+    if (!staging_entries_.empty() && staging_entries_.front().done.value() == done.value() &&
+        staging_entries_.front().done.stream_id() == done.stream_id()) {
+      staging_entries_.pop_front();
+    }
+    if (!finished.ok()) return finished;
+  }
+}
+
+void SessionCore::ReleaseStaging(const StagingChunk& chunk, Event done) {
+  absl::MutexLock lock(&staging_mutex_);
+  for (StagingEntry& entry : staging_entries_) {
+    if (entry.offset == chunk.offset && !entry.released) {
+      entry.done = std::move(done);
+      entry.released = true;
+      break;
+    }
+  }
+  // Entries whose commands have finished need not be waited for again.
+  while (!staging_entries_.empty() && staging_entries_.front().released) {
+    absl::StatusOr<bool> complete = staging_entries_.front().done.valid()
+                                        ? staging_entries_.front().done.Query()
+                                        : absl::StatusOr<bool>(true);
+    if (!complete.ok() || !*complete) break;
+    staging_entries_.pop_front();
+  }
+  staging_released_.SignalAll();
+}
+
+StreamState::StreamState(std::shared_ptr<SessionCore> session, uint64_t id, uint32_t core,
+                         std::unique_ptr<MappedRegion> ring, int doorbell_fd, uint32_t slot)
+    : session_(std::move(session)),
+      id_(id),
+      core_(core),
+      ring_(std::move(ring)),
+      header_(reinterpret_cast<neuron_rtd_ring_header*>(ring_->data())),
+      records_(ring_->data() + header_->header_bytes),
+      capacity_(header_->capacity_bytes),
+      doorbell_fd_(doorbell_fd),
+      slot_(session_->slot(slot)) {}
+
+StreamState::~StreamState() {
+  ::close(doorbell_fd_);
+  if (session_->closed_by_daemon() || !session_->data_plane().Alive()) return;
+  v1::DestroyStreamRequest request;
+  request.set_session_id(session_->id());
+  request.set_stream_id(id_);
+  v1::DestroyStreamResponse response;
+  grpc::ClientContext context;
+  session_->client().PrepareContext(context);
+  session_->client().runtime().DestroyStream(&context, request, &response);
+}
+
+uint64_t StreamState::last_submitted() const { return last_submitted_.load(); }
+
+absl::Status StreamState::FailureAt(uint64_t value) const {
+  const uint64_t error_sequence = LoadAcquire(slot_->error_sequence);
+  if (error_sequence != 0 && error_sequence <= value) {
+    return session_->CommandError(id_, error_sequence, LoadAcquire(slot_->error_status));
+  }
+  return session_->CheckAlive();
+}
+
+absl::StatusOr<bool> StreamState::IsComplete(uint64_t value) const {
+  if (LoadAcquire(slot_->completed) >= value) return true;
+  if (absl::Status failure = FailureAt(value); !failure.ok()) return failure;
+  return false;
+}
+
+absl::Status StreamState::WaitFor(uint64_t value) const {
+  for (int spin = 0; spin < kSpinIterations; ++spin) {
+    if (LoadAcquire(slot_->completed) >= value) return absl::OkStatus();
+    if (LoadAcquire(slot_->error_sequence) != 0) break;
+    CpuRelax();
+  }
+  while (true) {
+    const uint32_t observed = LoadAcquire(slot_->wake);
+    if (LoadAcquire(slot_->completed) >= value) return absl::OkStatus();
+    if (absl::Status failure = FailureAt(value); !failure.ok()) return failure;
+    std::atomic_ref<uint32_t>(slot_->waiters).fetch_add(1, std::memory_order_seq_cst);
+    if (LoadAcquire(slot_->completed) < value) FutexWait(&slot_->wake, observed, kLivenessInterval);
+    std::atomic_ref<uint32_t>(slot_->waiters).fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+absl::Status StreamState::WaitForSpace(uint64_t needed) {
+  while (true) {
+    const uint32_t observed = LoadAcquire(slot_->wake);
+    const uint64_t head = LoadAcquire(header_->head);
+    if (capacity_ - (tail_ - head) >= needed) return absl::OkStatus();
+    if (absl::Status failure = FailureAt(UINT64_MAX); !failure.ok()) return failure;
+    std::atomic_ref<uint32_t>(slot_->waiters).fetch_add(1, std::memory_order_seq_cst);
+    if (capacity_ - (tail_ - LoadAcquire(header_->head)) < needed) {
+      FutexWait(&slot_->wake, observed, kLivenessInterval);
+    }
+    std::atomic_ref<uint32_t>(slot_->waiters).fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+absl::StatusOr<uint64_t> StreamState::Submit(uint16_t opcode, std::span<const uint8_t> payload,
+                                             std::string_view op_name) {
+  op_name = op_name.substr(0, NEURON_RTD_MAX_OP_NAME_BYTES);
+  const uint32_t length = neuron_rtd_record_length(static_cast<uint32_t>(payload.size()),
+                                                   static_cast<uint32_t>(op_name.size()));
+  if (length == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a %s command of %d payload bytes exceeds the %d-byte record limit",
+        neuron_rtd_opcode_name(opcode), payload.size(), NEURON_RTD_MAX_RECORD_BYTES));
+  }
+  absl::MutexLock lock(&mutex_);
+  // A poisoned stream runs nothing more: its error surfaces at once.
+  const uint64_t error_sequence = LoadAcquire(slot_->error_sequence);
+  if (error_sequence != 0) {
+    return session_->CommandError(id_, error_sequence, LoadAcquire(slot_->error_status));
+  }
+  const uint64_t position = tail_ % capacity_;
+  const uint64_t pad = capacity_ - position < length ? capacity_ - position : 0;
+  if (absl::Status space = WaitForSpace(pad + length); !space.ok()) return space;
+  if (pad > 0) {
+    neuron_rtd_record_header filler{};
+    filler.length = static_cast<uint32_t>(pad);
+    filler.opcode = NEURON_RTD_OP_PAD;
+    std::memcpy(records_ + position, &filler, sizeof(filler));
+    tail_ += pad;
+  }
+  const uint64_t sequence = last_submitted_.load() + 1;
+  char* record = records_ + tail_ % capacity_;
+  neuron_rtd_record_header header{};
+  header.length = length;
+  header.opcode = opcode;
+  header.sequence = sequence;
+  header.op_name_bytes = static_cast<uint16_t>(op_name.size());
+  header.payload_bytes = static_cast<uint32_t>(payload.size());
+  std::memcpy(record, &header, sizeof(header));
+  if (!payload.empty()) std::memcpy(record + sizeof(header), payload.data(), payload.size());
+  if (!op_name.empty()) {
+    std::memcpy(record + sizeof(header) + payload.size(), op_name.data(), op_name.size());
+  }
+  tail_ += length;
+  last_submitted_.store(sequence);
+  std::atomic_ref<uint64_t>(header_->tail).store(tail_, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (std::atomic_ref<uint32_t>(header_->consumer_sleeping).load(std::memory_order_seq_cst) != 0) {
+    const uint64_t one = 1;
+    if (::write(doorbell_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+      return absl::ErrnoToStatus(errno, "ringing the stream's doorbell");
+    }
+  }
+  return sequence;
+}
+
+}  // namespace neuronrt::internal

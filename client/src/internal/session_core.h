@@ -1,0 +1,122 @@
+// The state of one session shared by its streams, buffers and events.
+#ifndef NEURONRT_SRC_INTERNAL_SESSION_CORE_H_
+#define NEURONRT_SRC_INTERNAL_SESSION_CORE_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "neuron/rtd/abi/command_ring.h"
+#include "neuronrt/session.h"
+#include "src/internal/data_plane_connection.h"
+#include "src/internal/grpc_client.h"
+
+namespace neuronrt::internal {
+
+// A piece of the staging arena, in use until `done` completes.
+struct StagingChunk {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  char* data = nullptr;
+};
+
+// Thread-safety: every method may be called from any thread.
+class SessionCore : public std::enable_shared_from_this<SessionCore> {
+ public:
+  static absl::StatusOr<std::shared_ptr<SessionCore>> Open(const SessionOptions& options);
+  ~SessionCore();
+
+  uint64_t id() const { return id_; }
+  const std::vector<uint32_t>& cores() const { return cores_; }
+  GrpcClient& client() const { return *client_; }
+  DataPlaneConnection& data_plane() const { return *data_plane_; }
+  uint64_t ring_bytes() const { return ring_bytes_; }
+
+  neuron_rtd_completion_slot* slot(uint32_t index) const;
+  bool closed_by_daemon() const;
+  // OK while the session is usable; ABORTED once the daemon closed it,
+  // UNAVAILABLE once the daemon is gone.
+  absl::Status CheckAlive() const;
+  // The full error of a failed command, fetched from the daemon.
+  absl::Status CommandError(uint64_t stream_id, uint64_t sequence, int32_t nrt_status) const;
+
+  // Up to `size` bytes of staging (at least one byte), waiting for earlier
+  // chunks' events when the arena is full. Release with ReleaseStaging once
+  // its command is enqueued, with that command's event.
+  absl::StatusOr<StagingChunk> AcquireStaging(uint64_t size);
+  void ReleaseStaging(const StagingChunk& chunk, Event done);
+  uint64_t staging_chunk_limit() const { return staging_->size() / 4; }
+
+  absl::Status MarkClosed();
+
+ private:
+  SessionCore() = default;
+
+  struct StagingEntry {
+    uint64_t offset;
+    uint64_t size;
+    Event done;
+    bool released;
+  };
+
+  uint64_t id_ = 0;
+  std::vector<uint32_t> cores_;
+  uint64_t ring_bytes_ = 0;
+  std::unique_ptr<GrpcClient> client_;
+  std::unique_ptr<DataPlaneConnection> data_plane_;
+  std::unique_ptr<MappedRegion> completion_page_;
+  std::unique_ptr<MappedRegion> staging_;
+  std::atomic<bool> closed_{false};
+
+  absl::Mutex staging_mutex_;
+  absl::CondVar staging_released_;
+  std::deque<StagingEntry> staging_entries_ ABSL_GUARDED_BY(staging_mutex_);
+  uint64_t staging_next_ ABSL_GUARDED_BY(staging_mutex_) = 0;
+};
+
+// Waits on a stream's timeline, through its completion slot.
+class StreamState : public std::enable_shared_from_this<StreamState> {
+ public:
+  StreamState(std::shared_ptr<SessionCore> session, uint64_t id, uint32_t core,
+              std::unique_ptr<MappedRegion> ring, int doorbell_fd, uint32_t slot);
+  ~StreamState();
+
+  uint64_t id() const { return id_; }
+  uint32_t core() const { return core_; }
+  SessionCore& session() const { return *session_; }
+
+  // Writes one record and returns its sequence.
+  absl::StatusOr<uint64_t> Submit(uint16_t opcode, std::span<const uint8_t> payload,
+                                  std::string_view op_name);
+  uint64_t last_submitted() const;
+
+  absl::StatusOr<bool> IsComplete(uint64_t value) const;
+  absl::Status WaitFor(uint64_t value) const;
+
+ private:
+  // The error that makes `value` unreachable, or OK.
+  absl::Status FailureAt(uint64_t value) const;
+  absl::Status WaitForSpace(uint64_t needed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
+  const std::shared_ptr<SessionCore> session_;
+  const uint64_t id_;
+  const uint32_t core_;
+  const std::unique_ptr<MappedRegion> ring_;
+  neuron_rtd_ring_header* const header_;
+  char* const records_;
+  const uint64_t capacity_;
+  const int doorbell_fd_;
+  neuron_rtd_completion_slot* const slot_;
+
+  mutable absl::Mutex mutex_;
+  uint64_t tail_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::atomic<uint64_t> last_submitted_{0};
+};
+
+}  // namespace neuronrt::internal
+
+#endif  // NEURONRT_SRC_INTERNAL_SESSION_CORE_H_

@@ -1,0 +1,318 @@
+#include "neuronrt/session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "neuron/rtd/abi/command_ring.h"
+#include "src/internal/session_core.h"
+
+namespace neuronrt {
+namespace {
+
+using internal::SessionCore;
+using internal::StreamState;
+namespace v1 = neuron::rtd::v1;
+
+template <typename T>
+std::span<const uint8_t> Bytes(const T& value) {
+  return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&value), sizeof(T));
+}
+
+neuron_rtd_location Device(uint64_t address) {
+  return neuron_rtd_location{.kind = NEURON_RTD_LOCATION_DEVICE, .memory_id = 0, .address = address};
+}
+
+neuron_rtd_location Staging(uint64_t offset) {
+  return neuron_rtd_location{.kind = NEURON_RTD_LOCATION_STAGING, .memory_id = 0, .address = offset};
+}
+
+neuron_rtd_location Pinned(const HostBuffer& host, uint64_t offset) {
+  return neuron_rtd_location{
+      .kind = NEURON_RTD_LOCATION_HOST_MEMORY, .memory_id = host.id(), .address = offset};
+}
+
+absl::Status CheckHostRange(const HostBuffer& host, uint64_t offset, uint64_t bytes) {
+  if (offset > host.size() || bytes > host.size() - offset) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "range [%d, +%d) is outside the %d-byte pinned buffer", offset, bytes, host.size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint32_t>> ParseCoreList(std::string_view text) {
+  std::vector<uint32_t> cores;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(text.data(), text.size()), ',')) {
+    auto parse = [](absl::string_view number, uint32_t* out) {
+      const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), *out);
+      return error == std::errc() && end == number.data() + number.size() && !number.empty();
+    };
+    const size_t dash = part.find('-');
+    uint32_t first = 0, last = 0;
+    const bool ok = dash == absl::string_view::npos
+                        ? parse(part, &first) && (last = first, true)
+                        : parse(part.substr(0, dash), &first) && parse(part.substr(dash + 1), &last);
+    if (!ok || last < first || last - first > 4096) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "\"%s\" is not a core list such as 0-3 or 0,2-3", std::string(text)));
+    }
+    for (uint32_t core = first; core <= last; ++core) cores.push_back(core);
+  }
+  std::sort(cores.begin(), cores.end());
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  return cores;
+}
+
+HostBuffer::HostBuffer(std::shared_ptr<SessionCore> session, uint64_t id, void* data,
+                       uint64_t size)
+    : session_(std::move(session)), id_(id), data_(data), size_(size) {}
+
+HostBuffer::~HostBuffer() {
+  if (session_->closed_by_daemon() || !session_->data_plane().Alive()) return;
+  v1::UnregisterHostMemoryRequest request;
+  request.set_session_id(session_->id());
+  request.set_host_memory_id(id_);
+  v1::UnregisterHostMemoryResponse response;
+  grpc::ClientContext context;
+  session_->client().PrepareContext(context);
+  session_->client().runtime().UnregisterHostMemory(&context, request, &response);
+}
+
+uint64_t Event::stream_id() const { return stream_ ? stream_->id() : 0; }
+
+absl::StatusOr<bool> Event::Query() const {
+  if (!stream_) return true;
+  return stream_->IsComplete(value_);
+}
+
+absl::Status Event::Synchronize() const {
+  if (!stream_) return absl::OkStatus();
+  return stream_->WaitFor(value_);
+}
+
+Stream::~Stream() = default;
+uint64_t Stream::id() const { return state_->id(); }
+uint32_t Stream::core() const { return state_->core(); }
+
+absl::StatusOr<Event> Stream::CopyToDevice(uint64_t device_address, const void* host,
+                                           uint64_t bytes, std::string_view op_name) {
+  SessionCore& session = state_->session();
+  const char* source = static_cast<const char*>(host);
+  uint64_t done = 0;
+  Event last(state_, state_->last_submitted());
+  do {
+    absl::StatusOr<internal::StagingChunk> chunk = session.AcquireStaging(bytes - done);
+    if (!chunk.ok()) return chunk.status();
+    const uint64_t size = std::min(chunk->size, bytes - done);
+    if (size > 0) std::memcpy(chunk->data, source + done, size);
+    neuron_rtd_copy_payload copy{.src = Staging(chunk->offset),
+                                 .dst = Device(device_address + done),
+                                 .bytes = size};
+    absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_COPY, Bytes(copy), op_name);
+    if (!sequence.ok()) {
+      session.ReleaseStaging(*chunk, Event());
+      return sequence.status();
+    }
+    last = Event(state_, *sequence);
+    session.ReleaseStaging(*chunk, last);
+    done += size;
+  } while (done < bytes);
+  return last;
+}
+
+absl::StatusOr<Event> Stream::CopyToDevice(uint64_t device_address, const HostBuffer& host,
+                                           uint64_t offset, uint64_t bytes,
+                                           std::string_view op_name) {
+  if (absl::Status range = CheckHostRange(host, offset, bytes); !range.ok()) return range;
+  neuron_rtd_copy_payload copy{
+      .src = Pinned(host, offset), .dst = Device(device_address), .bytes = bytes};
+  absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_COPY, Bytes(copy), op_name);
+  if (!sequence.ok()) return sequence.status();
+  return Event(state_, *sequence);
+}
+
+absl::Status Stream::CopyToHost(void* host, uint64_t device_address, uint64_t bytes,
+                                std::string_view op_name) {
+  SessionCore& session = state_->session();
+  char* destination = static_cast<char*>(host);
+  uint64_t done = 0;
+  do {
+    absl::StatusOr<internal::StagingChunk> chunk = session.AcquireStaging(bytes - done);
+    if (!chunk.ok()) return chunk.status();
+    const uint64_t size = std::min(chunk->size, bytes - done);
+    neuron_rtd_copy_payload copy{.src = Device(device_address + done),
+                                 .dst = Staging(chunk->offset),
+                                 .bytes = size};
+    absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_COPY, Bytes(copy), op_name);
+    if (!sequence.ok()) {
+      session.ReleaseStaging(*chunk, Event());
+      return sequence.status();
+    }
+    Event landed(state_, *sequence);
+    absl::Status waited = landed.Synchronize();
+    if (waited.ok() && size > 0) std::memcpy(destination + done, chunk->data, size);
+    session.ReleaseStaging(*chunk, landed);
+    if (!waited.ok()) return waited;
+    done += size;
+  } while (done < bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Event> Stream::CopyToHost(const HostBuffer& host, uint64_t offset,
+                                         uint64_t device_address, uint64_t bytes,
+                                         std::string_view op_name) {
+  if (absl::Status range = CheckHostRange(host, offset, bytes); !range.ok()) return range;
+  neuron_rtd_copy_payload copy{
+      .src = Device(device_address), .dst = Pinned(host, offset), .bytes = bytes};
+  absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_COPY, Bytes(copy), op_name);
+  if (!sequence.ok()) return sequence.status();
+  return Event(state_, *sequence);
+}
+
+absl::StatusOr<Event> Stream::CopyOnDevice(uint64_t destination, uint64_t source, uint64_t bytes,
+                                           std::string_view op_name) {
+  neuron_rtd_copy_payload copy{.src = Device(source), .dst = Device(destination), .bytes = bytes};
+  absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_COPY, Bytes(copy), op_name);
+  if (!sequence.ok()) return sequence.status();
+  return Event(state_, *sequence);
+}
+
+absl::StatusOr<Event> Stream::Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
+                                   uint32_t pattern_bytes, std::string_view op_name) {
+  neuron_rtd_fill_payload fill{.device_address = device_address,
+                               .bytes = bytes,
+                               .pattern = pattern,
+                               .pattern_bytes = pattern_bytes,
+                               .reserved0 = 0};
+  absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_FILL, Bytes(fill), op_name);
+  if (!sequence.ok()) return sequence.status();
+  return Event(state_, *sequence);
+}
+
+absl::StatusOr<Event> Stream::Launch(uint64_t executable_id, std::span<const uint64_t> arguments,
+                                     std::span<const uint8_t> scalars, std::string_view op_name) {
+  neuron_rtd_launch_payload launch{.executable_id = executable_id,
+                                   .arg_count = static_cast<uint32_t>(arguments.size()),
+                                   .scalar_bytes = static_cast<uint32_t>(scalars.size())};
+  std::vector<uint8_t> payload(sizeof(launch) + arguments.size_bytes() + scalars.size());
+  std::memcpy(payload.data(), &launch, sizeof(launch));
+  if (!arguments.empty()) {
+    std::memcpy(payload.data() + sizeof(launch), arguments.data(), arguments.size_bytes());
+  }
+  if (!scalars.empty()) {
+    std::memcpy(payload.data() + sizeof(launch) + arguments.size_bytes(), scalars.data(),
+                scalars.size());
+  }
+  absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_LAUNCH, payload, op_name);
+  if (!sequence.ok()) return sequence.status();
+  return Event(state_, *sequence);
+}
+
+absl::StatusOr<Event> Stream::Record() { return Event(state_, state_->last_submitted()); }
+
+absl::Status Stream::Wait(const Event& event) {
+  if (!event.valid() || event.value() == 0 || event.stream_id() == state_->id()) {
+    return absl::OkStatus();
+  }
+  if (&event.stream_->session() != &state_->session()) {
+    return absl::InvalidArgumentError("a stream can only wait on events of its own session");
+  }
+  neuron_rtd_wait_payload wait{.stream_id = event.stream_id(), .value = event.value()};
+  return state_->Submit(NEURON_RTD_OP_WAIT, Bytes(wait), "wait_event").status();
+}
+
+absl::Status Stream::Synchronize() { return state_->WaitFor(state_->last_submitted()); }
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Open(const SessionOptions& options) {
+  absl::StatusOr<std::shared_ptr<SessionCore>> core = SessionCore::Open(options);
+  if (!core.ok()) return core.status();
+  return std::unique_ptr<Session>(new Session(*std::move(core)));
+}
+
+Session::~Session() = default;
+uint64_t Session::id() const { return core_->id(); }
+const std::vector<uint32_t>& Session::cores() const { return core_->cores(); }
+Client& Session::client() const { return core_->client(); }
+
+absl::StatusOr<DeviceBuffer> Session::Allocate(uint32_t core, uint64_t bytes) {
+  v1::AllocateSegmentRequest request;
+  request.set_session_id(core_->id());
+  request.set_core(core);
+  request.set_size_bytes(bytes);
+  request.set_category(v1::MEMORY_CATEGORY_TENSORS);
+  v1::AllocateSegmentResponse response;
+  grpc::ClientContext context;
+  core_->client().PrepareContext(context);
+  grpc::Status status = core_->client().runtime().AllocateSegment(&context, request, &response);
+  if (!status.ok()) return internal::FromGrpc(status, core_->client().address(), "AllocateSegment");
+  return DeviceBuffer{.segment_id = response.segment_id(),
+                      .device_address = response.device_address(),
+                      .size = response.size_bytes(),
+                      .core = core};
+}
+
+absl::Status Session::Free(const DeviceBuffer& buffer) {
+  v1::FreeSegmentRequest request;
+  request.set_session_id(core_->id());
+  request.set_segment_id(buffer.segment_id);
+  v1::FreeSegmentResponse response;
+  grpc::ClientContext context;
+  core_->client().PrepareContext(context);
+  return internal::FromGrpc(core_->client().runtime().FreeSegment(&context, request, &response),
+                            core_->client().address(), "FreeSegment");
+}
+
+absl::StatusOr<std::shared_ptr<HostBuffer>> Session::AllocateHost(uint64_t bytes) {
+  v1::RegisterHostMemoryRequest request;
+  request.set_session_id(core_->id());
+  request.set_size_bytes(bytes);
+  v1::RegisterHostMemoryResponse response;
+  grpc::ClientContext context;
+  core_->client().PrepareContext(context);
+  grpc::Status status = core_->client().runtime().RegisterHostMemory(&context, request, &response);
+  if (!status.ok()) {
+    return internal::FromGrpc(status, core_->client().address(), "RegisterHostMemory");
+  }
+  absl::StatusOr<internal::ReceivedRegion> region = core_->data_plane().Receive(
+      response.region().region_id(), v1::SHARED_REGION_KIND_HOST_MEMORY);
+  if (!region.ok()) return region.status();
+  // The mapping lives as long as the buffer: hand it over to a deleter.
+  internal::MappedRegion* mapping = region->region.release();
+  auto buffer = std::shared_ptr<HostBuffer>(
+      new HostBuffer(core_, response.host_memory_id(), mapping->data(), mapping->size()),
+      [mapping](HostBuffer* host) {
+        delete host;
+        delete mapping;
+      });
+  return buffer;
+}
+
+absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core) {
+  v1::CreateStreamRequest request;
+  request.set_session_id(core_->id());
+  request.set_core(core);
+  request.set_ring_bytes(core_->ring_bytes());
+  v1::CreateStreamResponse response;
+  grpc::ClientContext context;
+  core_->client().PrepareContext(context);
+  grpc::Status status = core_->client().runtime().CreateStream(&context, request, &response);
+  if (!status.ok()) return internal::FromGrpc(status, core_->client().address(), "CreateStream");
+  absl::StatusOr<internal::ReceivedRegion> ring = core_->data_plane().Receive(
+      response.ring().region_id(), v1::SHARED_REGION_KIND_COMMAND_RING);
+  if (!ring.ok()) return ring.status();
+  if (ring->extra_fd < 0) return absl::InternalError("a command ring arrived without a doorbell");
+  auto state = std::make_shared<StreamState>(core_, response.stream_id(), core,
+                                             std::move(ring->region), ring->extra_fd,
+                                             response.completion_slot());
+  return std::make_shared<Stream>(std::move(state));
+}
+
+absl::Status Session::Close() { return core_->MarkClosed(); }
+
+}  // namespace neuronrt

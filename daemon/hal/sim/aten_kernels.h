@@ -1,0 +1,21 @@
+// The sim's compute kernels: ATen CPU kernels on tensors that wrap HBM.
+// Declared without PyTorch types so that callers need no PyTorch headers.
+#ifndef NEURON_RTD_DAEMON_HAL_SIM_ATEN_KERNELS_H_
+#define NEURON_RTD_DAEMON_HAL_SIM_ATEN_KERNELS_H_
+
+#include <cstdint>
+#include <span>
+
+#include "absl/status/status.h"
+#include "daemon/hal/sim/hbm_arena.h"
+
+namespace neuron::rtd::hal::sim {
+
+// NEURON_RTD_EXEC_BUILTIN_ADD_F32: arguments a, b, out; scalars: a uint64_t
+// element count.
+absl::Status RunAddF32(HbmArena& arena, std::span<const uint64_t> arguments,
+                       std::span<const uint8_t> scalars);
+
+}  // namespace neuron::rtd::hal::sim
+
+#endif  // NEURON_RTD_DAEMON_HAL_SIM_ATEN_KERNELS_H_

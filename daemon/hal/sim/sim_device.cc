@@ -1,0 +1,74 @@
+#include "daemon/hal/sim/sim_device.h"
+
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "daemon/hal/sim/aten_kernels.h"
+#include "neuron/rtd/abi/command_ring.h"
+
+namespace neuron::rtd::hal::sim {
+
+absl::Status SimDevice::CopyHostToDevice(uint64_t device_address, const void* host,
+                                         uint64_t bytes) {
+  absl::StatusOr<void*> destination = arena_->HostPointer(device_address, bytes);
+  if (!destination.ok()) return destination.status();
+  if (bytes > 0) std::memcpy(*destination, host, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status SimDevice::CopyDeviceToHost(void* host, uint64_t device_address, uint64_t bytes) {
+  absl::StatusOr<void*> source = arena_->HostPointer(device_address, bytes);
+  if (!source.ok()) return source.status();
+  if (bytes > 0) std::memcpy(host, *source, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status SimDevice::CopyDeviceToDevice(uint64_t device_address, Device& source,
+                                           uint64_t source_address, uint64_t bytes) {
+  auto* sim_source = dynamic_cast<SimDevice*>(&source);
+  if (sim_source == nullptr) {
+    return absl::InvalidArgumentError("device-to-device copy between different backends");
+  }
+  absl::StatusOr<void*> from = sim_source->arena().HostPointer(source_address, bytes);
+  if (!from.ok()) return from.status();
+  absl::StatusOr<void*> to = arena_->HostPointer(device_address, bytes);
+  if (!to.ok()) return to.status();
+  // Ranges may overlap when both lie in one segment.
+  if (bytes > 0) std::memmove(*to, *from, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status SimDevice::Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
+                             uint32_t pattern_bytes) {
+  if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("fill pattern width %d is not 1, 2, 4 or 8", pattern_bytes));
+  }
+  if (bytes % pattern_bytes != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "fill of %d bytes is not a multiple of its %d-byte pattern", bytes, pattern_bytes));
+  }
+  absl::StatusOr<void*> destination = arena_->HostPointer(device_address, bytes);
+  if (!destination.ok()) return destination.status();
+  auto* out = static_cast<unsigned char*>(*destination);
+  if (pattern_bytes == 1) {
+    std::memset(out, static_cast<int>(pattern & 0xff), bytes);
+    return absl::OkStatus();
+  }
+  for (uint64_t offset = 0; offset < bytes; offset += pattern_bytes) {
+    std::memcpy(out + offset, &pattern, pattern_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimDevice::RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
+                                   std::span<const uint8_t> scalars) {
+  switch (executable_id) {
+    case NEURON_RTD_EXEC_BUILTIN_ADD_F32:
+      return RunAddF32(*arena_, arguments, scalars);
+    default:
+      return absl::NotFoundError(absl::StrFormat("no built-in executable %d", executable_id));
+  }
+}
+
+}  // namespace neuron::rtd::hal::sim

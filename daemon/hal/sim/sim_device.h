@@ -1,0 +1,49 @@
+// One simulated Trainium chip: HBM in a reserved host arena, engines that
+// run on the host CPU (memcpy for DMA, ATen CPU kernels for compute).
+#ifndef NEURON_RTD_DAEMON_HAL_SIM_SIM_DEVICE_H_
+#define NEURON_RTD_DAEMON_HAL_SIM_SIM_DEVICE_H_
+
+#include <memory>
+
+#include "daemon/hal/device.h"
+#include "daemon/hal/sim/hbm_arena.h"
+
+namespace neuron::rtd::hal::sim {
+
+// Device virtual addresses of simulated HBM: chip i's memory starts at
+// kDeviceAddressBase + i * kDeviceAddressStride. The range is non-canonical
+// on x86-64 and AArch64, so no host pointer can ever equal a device address.
+inline constexpr uint64_t kDeviceAddressBase = 0x4e00'0000'0000'0000;
+inline constexpr uint64_t kDeviceAddressStride = uint64_t{1} << 40;
+
+class SimDevice final : public Device {
+ public:
+  SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena)
+      : info_(std::move(info)), arena_(std::move(arena)) {}
+
+  const DeviceInfo& info() const override { return info_; }
+  DeviceRange hbm() const override { return arena_->range(); }
+  absl::Status Acquire(DeviceRange range) override { return arena_->Commit(range); }
+  absl::Status Release(DeviceRange range) override { return arena_->Decommit(range); }
+
+  absl::Status CopyHostToDevice(uint64_t device_address, const void* host,
+                                uint64_t bytes) override;
+  absl::Status CopyDeviceToHost(void* host, uint64_t device_address, uint64_t bytes) override;
+  absl::Status CopyDeviceToDevice(uint64_t device_address, Device& source,
+                                  uint64_t source_address, uint64_t bytes) override;
+  absl::Status Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
+                    uint32_t pattern_bytes) override;
+  absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
+                          std::span<const uint8_t> scalars) override;
+
+  // The host memory behind device memory, for the sim's kernels and DMA.
+  HbmArena& arena() { return *arena_; }
+
+ private:
+  const DeviceInfo info_;
+  const std::unique_ptr<HbmArena> arena_;
+};
+
+}  // namespace neuron::rtd::hal::sim
+
+#endif  // NEURON_RTD_DAEMON_HAL_SIM_SIM_DEVICE_H_

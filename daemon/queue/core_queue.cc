@@ -1,0 +1,403 @@
+#include "daemon/queue/core_queue.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "spdlog/spdlog.h"
+
+namespace neuron::rtd::queue {
+namespace {
+
+// Records one stream may run before the worker turns to the next stream.
+constexpr int kRecordsPerTurn = 32;
+// How long an idle worker keeps polling the rings before it sleeps: long
+// enough to catch a client's next command without a doorbell syscall, short
+// enough not to take a core from a 2-core host.
+constexpr auto kIdleSpin = std::chrono::microseconds(30);
+
+void DrainEventFd(int fd) {
+  uint64_t value;
+  while (::read(fd, &value, sizeof(value)) == sizeof(value)) {
+  }
+}
+
+// The status code for an operand the session may not use.
+int32_t StatusFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+      return NEURON_RTD_STATUS_INVALID;
+    case absl::StatusCode::kOutOfRange:
+      return NEURON_RTD_STATUS_EXEC_OOB;
+    case absl::StatusCode::kResourceExhausted:
+      return NEURON_RTD_STATUS_RESOURCE;
+    default:
+      return NEURON_RTD_STATUS_FAILURE;
+  }
+}
+
+}  // namespace
+
+CoreQueue::CoreQueue(uint32_t core, hal::Device& device)
+    : core_(core),
+      device_(device),
+      epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  epoll_event event{.events = EPOLLIN, .data = {.fd = wake_fd_}};
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
+  record_buffer_.resize(NEURON_RTD_MAX_RECORD_BYTES);
+  worker_ = std::thread([this] { WorkerLoop(); });
+  dma_ = std::thread([this] { DmaLoop(); });
+}
+
+CoreQueue::~CoreQueue() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+    dma_ready_.SignalAll();
+  }
+  Wake();
+  worker_.join();
+  dma_.join();
+  ::close(wake_fd_);
+  ::close(epoll_fd_);
+}
+
+void CoreQueue::Attach(std::shared_ptr<Stream> stream) {
+  epoll_event event{.events = EPOLLIN, .data = {.fd = stream->doorbell_fd()}};
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stream->doorbell_fd(), &event);
+  {
+    absl::MutexLock lock(&mutex_);
+    streams_.push_back(std::move(stream));
+  }
+  Wake();
+}
+
+void CoreQueue::Detach(const Stream& stream) {
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, stream.doorbell_fd(), nullptr);
+  absl::MutexLock lock(&mutex_);
+  std::erase_if(streams_, [&](const auto& attached) { return attached.get() == &stream; });
+}
+
+void CoreQueue::Wake() {
+  const uint64_t one = 1;
+  if (::write(wake_fd_, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+    spdlog::error("core {}: cannot wake the queue: {}", core_, std::strerror(errno));
+  }
+}
+
+void CoreQueue::WakeIfWaiting() {
+  if (waiting_streams_.load(std::memory_order_seq_cst) > 0) Wake();
+}
+
+void CoreQueue::WorkerLoop() {
+  while (true) {
+    std::vector<std::shared_ptr<Stream>> streams;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (stopping_) return;
+      streams = streams_;
+    }
+    bool progressed = false;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      progressed |= Serve(streams[(next_stream_ + i) % streams.size()]);
+    }
+    if (!streams.empty()) next_stream_ = (next_stream_ + 1) % streams.size();
+    if (progressed) continue;
+
+    const auto spin_until = std::chrono::steady_clock::now() + kIdleSpin;
+    bool work = false;
+    while (!work && std::chrono::steady_clock::now() < spin_until) work = HasRunnableWork(streams);
+    if (!work) Sleep(streams);
+  }
+}
+
+bool CoreQueue::HasRunnableWork(const std::vector<std::shared_ptr<Stream>>& streams) const {
+  for (const auto& stream : streams) {
+    if (stream->in_flight.load(std::memory_order_acquire)) continue;
+    if (stream->waiting.load(std::memory_order_acquire)) continue;
+    if (stream->LoadTail() != stream->head()) return true;
+  }
+  return false;
+}
+
+void CoreQueue::Sleep(const std::vector<std::shared_ptr<Stream>>& streams) {
+  for (const auto& stream : streams) stream->SetConsumerSleeping(true);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!HasRunnableWork(streams)) {
+    epoll_event events[16];
+    int ready;
+    do {
+      ready = ::epoll_wait(epoll_fd_, events, 16, -1);
+    } while (ready < 0 && errno == EINTR);
+    for (int i = 0; i < ready; ++i) DrainEventFd(events[i].data.fd);
+  }
+  for (const auto& stream : streams) stream->SetConsumerSleeping(false);
+}
+
+bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream) {
+  if (stream->in_flight.load(std::memory_order_acquire)) return false;
+  std::shared_ptr<ExecutionContext> context = stream->context();
+  if (context == nullptr) return false;
+  const uint64_t capacity = stream->ring().size() - kRingHeaderBytes;
+  const char* records = stream->ring().data() + kRingHeaderBytes;
+  bool progressed = false;
+  for (int turn = 0; turn < kRecordsPerTurn; ++turn) {
+    const uint64_t head = stream->head();
+    const uint64_t tail = stream->LoadTail();
+    if (tail == head) break;
+    const uint64_t available = tail - head;
+    const uint64_t position = head % capacity;
+    if (available > capacity || available < sizeof(neuron_rtd_record_header)) {
+      FailStream(*stream, context.get(), stream->last_sequence() + 1, NEURON_RTD_STATUS_INVALID,
+                 0, "",
+                 absl::StrFormat("ring tail %d is not a record boundary after head %d", tail,
+                                 head));
+      // The framing is lost: nothing more of this ring can be trusted.
+      stream->Consume(available > capacity ? 0 : available, 0);
+      return progressed;
+    }
+    // Copy out before decoding: the client may rewrite the ring at any time.
+    neuron_rtd_record_header header;
+    std::memcpy(&header, records + position, sizeof(header));
+    if (absl::Status framing = CheckRecordFraming(header, available, capacity - position);
+        !framing.ok()) {
+      FailStream(*stream, context.get(), stream->last_sequence() + 1, NEURON_RTD_STATUS_INVALID,
+                 header.opcode, "", std::string(framing.message()));
+      stream->Consume(available, 0);
+      return true;
+    }
+    std::memcpy(record_buffer_.data(), records + position, header.length);
+    absl::StatusOr<DecodedRecord> record = DecodeRecord(
+        std::span<const uint8_t>(record_buffer_.data(), header.length), stream->last_sequence());
+    if (!record.ok()) {
+      FailStream(*stream, context.get(), std::max(header.sequence, stream->last_sequence() + 1),
+                 NEURON_RTD_STATUS_INVALID, header.opcode, "",
+                 std::string(record.status().message()));
+      stream->Consume(header.length, 0);
+      progressed = true;
+      continue;
+    }
+    if (stream->failed() && record->header.opcode != NEURON_RTD_OP_PAD) {
+      // A failed stream runs nothing more; its records are drained so that
+      // the client never blocks on a full ring.
+      stream->Consume(header.length, record->header.sequence);
+      progressed = true;
+      continue;
+    }
+    const Outcome outcome = Execute(stream, *context, *std::move(record));
+    if (outcome == Outcome::kBlocked) break;
+    progressed = true;
+    if (outcome == Outcome::kDispatched) break;
+  }
+  return progressed;
+}
+
+CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
+                                      ExecutionContext& context, DecodedRecord record) {
+  const neuron_rtd_record_header& header = record.header;
+  switch (header.opcode) {
+    case NEURON_RTD_OP_PAD:
+      stream->Consume(header.length, 0);
+      return Outcome::kDone;
+    case NEURON_RTD_OP_SIGNAL:
+    case NEURON_RTD_OP_MARKER:
+      stream->Consume(header.length, header.sequence);
+      Finish(*stream, context, record, absl::OkStatus());
+      return Outcome::kDone;
+    case NEURON_RTD_OP_WAIT: {
+      const auto& wait = std::get<neuron_rtd_wait_payload>(record.command);
+      std::shared_ptr<Stream> target = context.FindStream(wait.stream_id);
+      if (target == nullptr) {
+        stream->Consume(header.length, header.sequence);
+        Finish(*stream, context, record,
+               absl::InvalidArgumentError(absl::StrFormat(
+                   "WAIT names stream %d, which this session does not have", wait.stream_id)));
+        return Outcome::kDone;
+      }
+      // Announce the wait before checking it, so that a completion racing
+      // with this check always sees waiting_streams_ and wakes the worker.
+      if (!stream->waiting.exchange(true)) waiting_streams_.fetch_add(1, std::memory_order_seq_cst);
+      const bool target_failed = target->failed();
+      if (target->completed() < wait.value && !target_failed) return Outcome::kBlocked;
+      stream->waiting.store(false);
+      waiting_streams_.fetch_sub(1, std::memory_order_seq_cst);
+      stream->Consume(header.length, header.sequence);
+      Finish(*stream, context, record,
+             target_failed && target->completed() < wait.value
+                 ? absl::AbortedError(absl::StrFormat(
+                       "stream %d, waited on until %d, failed", wait.stream_id, wait.value))
+                 : absl::OkStatus());
+      return Outcome::kDone;
+    }
+    case NEURON_RTD_OP_FILL: {
+      const auto& fill = std::get<neuron_rtd_fill_payload>(record.command);
+      stream->Consume(header.length, header.sequence);
+      absl::StatusOr<DeviceSpan> span = context.ResolveDevice(fill.device_address, fill.bytes);
+      absl::Status status = span.ok() ? span->device->Fill(fill.device_address, fill.bytes,
+                                                           fill.pattern, fill.pattern_bytes)
+                                      : span.status();
+      Finish(*stream, context, record, status);
+      return Outcome::kDone;
+    }
+    case NEURON_RTD_OP_LAUNCH: {
+      auto& launch = std::get<LaunchCommand>(record.command);
+      stream->Consume(header.length, header.sequence);
+      absl::Status status;
+      if (launch.executable_id != NEURON_RTD_EXEC_BUILTIN_ADD_F32) {
+        status = absl::NotFoundError(
+            absl::StrFormat("no executable %d is loaded", launch.executable_id));
+      } else if (launch.arguments.size() != 3 || launch.scalars.size() != sizeof(uint64_t)) {
+        status = absl::InvalidArgumentError(
+            "builtin add_f32 takes 3 arguments and an 8-byte element count");
+      } else {
+        uint64_t count;
+        std::memcpy(&count, launch.scalars.data(), sizeof(count));
+        std::vector<memory::SegmentRef> held;
+        for (uint64_t address : launch.arguments) {
+          if (count > UINT64_MAX / sizeof(float)) {
+            status = absl::InvalidArgumentError("element count overflows");
+            break;
+          }
+          absl::StatusOr<DeviceSpan> span = context.ResolveDevice(address, count * sizeof(float));
+          if (!span.ok()) {
+            status = span.status();
+            break;
+          }
+          if (span->device != &device_) {
+            status = absl::InvalidArgumentError(absl::StrFormat(
+                "argument 0x%x lives on device %d; core %d is on device %d", address,
+                span->device->info().index, core_, device_.info().index));
+            break;
+          }
+          held.push_back(std::move(span->segment));
+        }
+        if (status.ok()) status = device_.RunBuiltin(launch.executable_id, launch.arguments,
+                                                     launch.scalars);
+      }
+      Finish(*stream, context, record, status);
+      return Outcome::kDone;
+    }
+    case NEURON_RTD_OP_COPY: {
+      std::shared_ptr<ExecutionContext> owner = stream->context();
+      absl::Status status = owner ? StartCopy(stream, owner, record)
+                                  : absl::AbortedError("session closed");
+      if (!status.ok()) {
+        stream->Consume(header.length, header.sequence);
+        Finish(*stream, context, record, status);
+        return Outcome::kDone;
+      }
+      return Outcome::kDispatched;
+    }
+    case NEURON_RTD_OP_COLLECTIVE:
+    default:
+      stream->Consume(header.length, header.sequence);
+      Finish(*stream, context, record,
+             absl::UnimplementedError(absl::StrFormat("%s commands are not implemented yet",
+                                                      OpcodeName(header.opcode))));
+      return Outcome::kDone;
+  }
+}
+
+absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
+                                  const std::shared_ptr<ExecutionContext>& context,
+                                  DecodedRecord& record) {
+  const auto copy = std::get<neuron_rtd_copy_payload>(record.command);
+  DmaJob job{.stream = stream, .context = context, .record = record};
+  auto resolve_host = [&](const neuron_rtd_location& location) -> absl::StatusOr<HostSpan> {
+    if (location.kind == NEURON_RTD_LOCATION_STAGING) {
+      return context->ResolveStaging(location.address, copy.bytes);
+    }
+    return context->ResolveHostMemory(location.memory_id, location.address, copy.bytes);
+  };
+  if (copy.dst.kind == NEURON_RTD_LOCATION_DEVICE && copy.src.kind == NEURON_RTD_LOCATION_DEVICE) {
+    absl::StatusOr<DeviceSpan> source = context->ResolveDevice(copy.src.address, copy.bytes);
+    if (!source.ok()) return source.status();
+    absl::StatusOr<DeviceSpan> destination = context->ResolveDevice(copy.dst.address, copy.bytes);
+    if (!destination.ok()) return destination.status();
+    job.keep_alive = {source->segment, destination->segment};
+    job.run = [source = *source, destination = *destination, bytes = copy.bytes] {
+      return destination.device->CopyDeviceToDevice(destination.address, *source.device,
+                                                     source.address, bytes);
+    };
+  } else if (copy.dst.kind == NEURON_RTD_LOCATION_DEVICE) {
+    absl::StatusOr<HostSpan> source = resolve_host(copy.src);
+    if (!source.ok()) return source.status();
+    absl::StatusOr<DeviceSpan> destination = context->ResolveDevice(copy.dst.address, copy.bytes);
+    if (!destination.ok()) return destination.status();
+    job.keep_alive = {source->keep_alive, destination->segment};
+    job.run = [source = *source, destination = *destination, bytes = copy.bytes] {
+      return destination.device->CopyHostToDevice(destination.address, source.data, bytes);
+    };
+  } else {
+    absl::StatusOr<DeviceSpan> source = context->ResolveDevice(copy.src.address, copy.bytes);
+    if (!source.ok()) return source.status();
+    absl::StatusOr<HostSpan> destination = resolve_host(copy.dst);
+    if (!destination.ok()) return destination.status();
+    job.keep_alive = {source->segment, destination->keep_alive};
+    job.run = [source = *source, destination = *destination, bytes = copy.bytes] {
+      return source.device->CopyDeviceToHost(destination.data, source.address, bytes);
+    };
+  }
+  stream->Consume(record.header.length, record.header.sequence);
+  stream->in_flight.store(true, std::memory_order_release);
+  absl::MutexLock lock(&mutex_);
+  dma_jobs_.push_back(std::move(job));
+  dma_ready_.Signal();
+  return absl::OkStatus();
+}
+
+void CoreQueue::DmaLoop() {
+  while (true) {
+    DmaJob job;
+    {
+      absl::MutexLock lock(&mutex_);
+      while (dma_jobs_.empty() && !stopping_) dma_ready_.Wait(&mutex_);
+      if (stopping_) return;
+      job = std::move(dma_jobs_.front());
+      dma_jobs_.pop_front();
+    }
+    const absl::Status status =
+        job.stream->failed() ? absl::AbortedError("stream failed") : job.run();
+    Finish(*job.stream, *job.context, job.record, status);
+    job.stream->in_flight.store(false, std::memory_order_release);
+    Wake();
+  }
+}
+
+void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
+                       const absl::Status& status) {
+  commands_executed_.fetch_add(1, std::memory_order_relaxed);
+  if (status.ok()) {
+    stream.Complete(record.header.sequence);
+    context.OnCommandDone(stream, /*failed=*/false);
+    return;
+  }
+  FailStream(stream, &context, record.header.sequence, StatusFor(status), record.header.opcode,
+             record.op_name, std::string(status.message()));
+}
+
+void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence,
+                           int32_t nrt_status, uint16_t opcode, const std::string& op_name,
+                           const std::string& message) {
+  const bool first = !stream.failed();
+  stream.Fail(sequence, nrt_status);
+  if (context == nullptr) return;
+  if (first) {
+    context->OnStreamError(StreamError{.stream_id = stream.id(),
+                                       .sequence = sequence,
+                                       .nrt_status = nrt_status,
+                                       .opcode = opcode,
+                                       .op_name = op_name,
+                                       .message = message});
+  }
+  context->OnCommandDone(stream, /*failed=*/true);
+}
+
+}  // namespace neuron::rtd::queue

@@ -1,0 +1,97 @@
+// The hardware queue of one logical NeuronCore: a worker thread that serves
+// every stream on the core, from every session, round-robin (order kept
+// inside a stream, none between streams), and a DMA engine thread so that
+// copies overlap compute.
+#ifndef NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
+#define NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/hal/device.h"
+#include "daemon/queue/record_decoder.h"
+#include "daemon/queue/stream.h"
+
+namespace neuron::rtd::queue {
+
+// Thread-safety: Attach, Detach and Wake may be called from any thread.
+// Lifetime: the device outlives the queue; the destructor stops the threads.
+class CoreQueue {
+ public:
+  CoreQueue(uint32_t core, hal::Device& device);
+  CoreQueue(const CoreQueue&) = delete;
+  CoreQueue& operator=(const CoreQueue&) = delete;
+  ~CoreQueue();
+
+  uint32_t core() const { return core_; }
+  hal::Device& device() const { return device_; }
+
+  void Attach(std::shared_ptr<Stream> stream);
+  void Detach(const Stream& stream);
+
+  // Makes the worker look at every stream again.
+  void Wake();
+  // Wakes the worker when one of its streams waits on a timeline: called
+  // whenever a timeline advances or fails.
+  void WakeIfWaiting();
+
+  uint64_t commands_executed() const { return commands_executed_.load(); }
+
+ private:
+  struct DmaJob {
+    std::shared_ptr<Stream> stream;
+    std::shared_ptr<ExecutionContext> context;
+    DecodedRecord record;
+    std::function<absl::Status()> run;
+    std::vector<std::shared_ptr<const void>> keep_alive;
+  };
+
+  void WorkerLoop();
+  void DmaLoop();
+  // Serves up to a budget of records of one stream; true when it made progress.
+  bool Serve(const std::shared_ptr<Stream>& stream);
+  bool HasRunnableWork(const std::vector<std::shared_ptr<Stream>>& streams) const;
+  void Sleep(const std::vector<std::shared_ptr<Stream>>& streams);
+  enum class Outcome {
+    kDone,        // the record ran; the stream may go on
+    kDispatched,  // a copy went to the DMA engine; the stream waits for it
+    kBlocked,     // a WAIT is not yet satisfied; nothing was consumed
+  };
+  Outcome Execute(const std::shared_ptr<Stream>& stream, ExecutionContext& context,
+                  DecodedRecord record);
+  absl::Status StartCopy(const std::shared_ptr<Stream>& stream,
+                         const std::shared_ptr<ExecutionContext>& context, DecodedRecord& record);
+  void Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
+              const absl::Status& status);
+  void FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence, int32_t nrt_status,
+                  uint16_t opcode, const std::string& op_name, const std::string& message);
+
+  const uint32_t core_;
+  hal::Device& device_;
+  const int epoll_fd_;
+  const int wake_fd_;
+
+  absl::Mutex mutex_;
+  std::vector<std::shared_ptr<Stream>> streams_ ABSL_GUARDED_BY(mutex_);
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  std::deque<DmaJob> dma_jobs_ ABSL_GUARDED_BY(mutex_);
+  absl::CondVar dma_ready_;
+
+  std::atomic<int> waiting_streams_{0};
+  std::atomic<uint64_t> commands_executed_{0};
+  size_t next_stream_ = 0;  // worker only: round-robin start
+  std::vector<uint8_t> record_buffer_;  // worker only
+  std::thread worker_;
+  std::thread dma_;
+};
+
+}  // namespace neuron::rtd::queue
+
+#endif  // NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_

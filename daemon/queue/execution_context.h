@@ -1,0 +1,62 @@
+// What a queue needs from the session that owns a stream: the checks that
+// turn the addresses a client names into memory the daemon may touch.
+#ifndef NEURON_RTD_DAEMON_QUEUE_EXECUTION_CONTEXT_H_
+#define NEURON_RTD_DAEMON_QUEUE_EXECUTION_CONTEXT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/hal/device.h"
+#include "daemon/memory/segment.h"
+
+namespace neuron::rtd::queue {
+
+class Stream;
+
+// Device memory a command may use; `segment` keeps it allocated until the
+// command has finished.
+struct DeviceSpan {
+  memory::SegmentRef segment;
+  hal::Device* device = nullptr;
+  uint64_t address = 0;
+};
+
+// Host memory a command may use; `keep_alive` keeps it mapped.
+struct HostSpan {
+  std::shared_ptr<const void> keep_alive;
+  char* data = nullptr;
+};
+
+struct StreamError {
+  uint64_t stream_id = 0;
+  uint64_t sequence = 0;
+  int32_t nrt_status = 0;  // neuron.rtd.v1.NrtStatus
+  uint16_t opcode = 0;
+  std::string op_name;
+  std::string message;
+};
+
+// Thread-safety: called from queue threads concurrently with RPC handlers.
+class ExecutionContext {
+ public:
+  virtual ~ExecutionContext() = default;
+
+  virtual uint64_t session_id() const = 0;
+  virtual absl::StatusOr<DeviceSpan> ResolveDevice(uint64_t address, uint64_t length) = 0;
+  virtual absl::StatusOr<HostSpan> ResolveStaging(uint64_t offset, uint64_t length) = 0;
+  virtual absl::StatusOr<HostSpan> ResolveHostMemory(uint64_t host_memory_id, uint64_t offset,
+                                                     uint64_t length) = 0;
+  // Another stream of the same session; nullptr when there is none.
+  virtual std::shared_ptr<Stream> FindStream(uint64_t stream_id) = 0;
+
+  // A command finished (or failed) on one of the session's streams.
+  virtual void OnCommandDone(const Stream& stream, bool failed) = 0;
+  // The first failure of a stream, with its context, for GetStreamErrors.
+  virtual void OnStreamError(const StreamError& error) = 0;
+};
+
+}  // namespace neuron::rtd::queue
+
+#endif  // NEURON_RTD_DAEMON_QUEUE_EXECUTION_CONTEXT_H_

@@ -1,0 +1,38 @@
+#include "daemon/queue/scheduler.h"
+
+#include "absl/strings/str_format.h"
+
+namespace neuron::rtd::queue {
+
+absl::StatusOr<hal::Device*> Scheduler::DeviceOfCore(uint32_t core) const {
+  for (hal::Device* device : backend_.devices()) {
+    const hal::DeviceInfo& info = device->info();
+    if (core >= info.first_core_index && core - info.first_core_index < info.logical_cores()) {
+      return device;
+    }
+  }
+  return absl::NotFoundError(absl::StrFormat("this host has no logical core %d (it has %d)", core,
+                                             backend_.total_logical_cores()));
+}
+
+absl::StatusOr<CoreQueue*> Scheduler::Queue(uint32_t core) {
+  absl::StatusOr<hal::Device*> device = DeviceOfCore(core);
+  if (!device.ok()) return device.status();
+  absl::MutexLock lock(&mutex_);
+  std::unique_ptr<CoreQueue>& queue = queues_[core];
+  if (queue == nullptr) queue = std::make_unique<CoreQueue>(core, **device);
+  return queue.get();
+}
+
+void Scheduler::WakeWaiting() {
+  absl::MutexLock lock(&mutex_);
+  for (auto& [core, queue] : queues_) queue->WakeIfWaiting();
+}
+
+uint64_t Scheduler::CommandsExecuted(uint32_t core) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = queues_.find(core);
+  return it == queues_.end() ? 0 : it->second->commands_executed();
+}
+
+}  // namespace neuron::rtd::queue

@@ -1,0 +1,49 @@
+// The hardware queues of every logical core of the host, created when a core
+// gets its first stream.
+#ifndef NEURON_RTD_DAEMON_QUEUE_SCHEDULER_H_
+#define NEURON_RTD_DAEMON_QUEUE_SCHEDULER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/hal/device.h"
+#include "daemon/queue/core_queue.h"
+
+namespace neuron::rtd::queue {
+
+// Thread-safety: every method may be called from any thread.
+// Lifetime: the backend outlives the scheduler; queues live as long as it.
+class Scheduler {
+ public:
+  explicit Scheduler(hal::Backend& backend) : backend_(backend) {}
+
+  // The device that holds host-wide logical core `core`; NOT_FOUND when the
+  // host has no such core.
+  absl::StatusOr<hal::Device*> DeviceOfCore(uint32_t core) const;
+
+  // Device `index`; nullptr when there is none.
+  hal::Device* device(uint32_t index) const {
+    return index < backend_.devices().size() ? backend_.devices()[index] : nullptr;
+  }
+
+  // The queue of `core`, started on first use.
+  absl::StatusOr<CoreQueue*> Queue(uint32_t core);
+
+  // Wakes every queue with a stream waiting on a timeline.
+  void WakeWaiting();
+
+  uint64_t CommandsExecuted(uint32_t core) const;
+
+ private:
+  hal::Backend& backend_;
+  mutable absl::Mutex mutex_;
+  std::map<uint32_t, std::unique_ptr<CoreQueue>> queues_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace neuron::rtd::queue
+
+#endif  // NEURON_RTD_DAEMON_QUEUE_SCHEDULER_H_

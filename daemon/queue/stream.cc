@@ -1,0 +1,72 @@
+#include "daemon/queue/stream.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+
+namespace neuron::rtd::queue {
+
+uint64_t InitializeRing(session::SharedRegion& ring, uint64_t stream_id) {
+  auto* header = reinterpret_cast<neuron_rtd_ring_header*>(ring.data());
+  *header = neuron_rtd_ring_header{};
+  header->magic = NEURON_RTD_RING_MAGIC;
+  header->abi_version_major = NEURON_RTD_ABI_VERSION_MAJOR;
+  header->abi_version_minor = NEURON_RTD_ABI_VERSION_MINOR;
+  header->header_bytes = kRingHeaderBytes;
+  header->capacity_bytes = ring.size() - kRingHeaderBytes;
+  header->stream_id = stream_id;
+  return header->capacity_bytes;
+}
+
+Stream::Stream(uint64_t id, uint32_t core, std::unique_ptr<session::SharedRegion> ring,
+               int doorbell_fd, neuron_rtd_completion_slot* slot,
+               std::shared_ptr<void> slot_keep_alive, std::weak_ptr<ExecutionContext> context)
+    : id_(id),
+      core_(core),
+      ring_(std::move(ring)),
+      header_(reinterpret_cast<neuron_rtd_ring_header*>(ring_->data())),
+      doorbell_fd_(doorbell_fd),
+      slot_(slot),
+      slot_keep_alive_(std::move(slot_keep_alive)),
+      context_(std::move(context)) {}
+
+Stream::~Stream() { ::close(doorbell_fd_); }
+
+void Stream::WakeWaiters() {
+  std::atomic_ref<uint32_t>(slot_->wake).fetch_add(1, std::memory_order_seq_cst);
+  if (std::atomic_ref<uint32_t>(slot_->waiters).load(std::memory_order_seq_cst) != 0) {
+    ::syscall(SYS_futex, &slot_->wake, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+  }
+}
+
+void Stream::Complete(uint64_t sequence) {
+  completed_.store(sequence, std::memory_order_release);
+  std::atomic_ref<uint64_t>(slot_->completed).store(sequence, std::memory_order_release);
+  WakeWaiters();
+}
+
+void Stream::Fail(uint64_t sequence, int32_t nrt_status) {
+  if (failed_.exchange(true, std::memory_order_acq_rel)) return;
+  std::atomic_ref<int32_t>(slot_->error_status).store(nrt_status, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(slot_->error_sequence).store(sequence, std::memory_order_release);
+  WakeWaiters();
+}
+
+void Stream::Consume(uint64_t bytes, uint64_t sequence) {
+  head_ += bytes;
+  if (sequence != 0) last_sequence_ = sequence;
+  std::atomic_ref<uint64_t>(header_->head).store(head_, std::memory_order_release);
+}
+
+uint64_t Stream::LoadTail() const {
+  return std::atomic_ref<uint64_t>(header_->tail).load(std::memory_order_acquire);
+}
+
+void Stream::SetConsumerSleeping(bool sleeping) {
+  std::atomic_ref<uint32_t>(header_->consumer_sleeping)
+      .store(sleeping ? 1 : 0, std::memory_order_seq_cst);
+}
+
+}  // namespace neuron::rtd::queue

@@ -1,0 +1,83 @@
+// A stream: one client command ring and its timeline, served by the queue of
+// one core.
+#ifndef NEURON_RTD_DAEMON_QUEUE_STREAM_H_
+#define NEURON_RTD_DAEMON_QUEUE_STREAM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "daemon/queue/execution_context.h"
+#include "daemon/session/shared_region.h"
+#include "neuron/rtd/abi/command_ring.h"
+
+namespace neuron::rtd::queue {
+
+// Thread-safety: the timeline (completed, failure) may be read from any
+// thread; the consumer state is touched only by the queue that serves the
+// stream, one thread at a time (the core's worker, or its DMA thread while a
+// copy is in flight).
+// Lifetime: owned by its session and, while attached, by its core's queue.
+class Stream {
+ public:
+  Stream(uint64_t id, uint32_t core, std::unique_ptr<session::SharedRegion> ring, int doorbell_fd,
+         neuron_rtd_completion_slot* slot, std::shared_ptr<void> slot_keep_alive,
+         std::weak_ptr<ExecutionContext> context);
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+
+  uint64_t id() const { return id_; }
+  uint32_t core() const { return core_; }
+  const session::SharedRegion& ring() const { return *ring_; }
+  int doorbell_fd() const { return doorbell_fd_; }
+  std::shared_ptr<ExecutionContext> context() const { return context_.lock(); }
+
+  // The timeline.
+  uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Publishes that every command up to `sequence` has finished.
+  void Complete(uint64_t sequence);
+  // Marks the stream failed (sticky) at `sequence`; the first failure wins.
+  void Fail(uint64_t sequence, int32_t nrt_status);
+
+  // Ring consumer state, for the serving queue only.
+  uint64_t head() const { return head_; }
+  uint64_t last_sequence() const { return last_sequence_; }
+  void Consume(uint64_t bytes, uint64_t sequence);
+  // The producer's published tail (untrusted).
+  uint64_t LoadTail() const;
+  void SetConsumerSleeping(bool sleeping);
+
+  // A copy of this stream is on the DMA engine; the worker skips the stream.
+  std::atomic<bool> in_flight{false};
+  // The stream stopped at a WAIT on another timeline.
+  std::atomic<bool> waiting{false};
+
+ private:
+  void WakeWaiters();
+
+  const uint64_t id_;
+  const uint32_t core_;
+  const std::unique_ptr<session::SharedRegion> ring_;
+  neuron_rtd_ring_header* const header_;
+  const int doorbell_fd_;
+  neuron_rtd_completion_slot* const slot_;
+  const std::shared_ptr<void> slot_keep_alive_;
+  const std::weak_ptr<ExecutionContext> context_;
+
+  std::atomic<uint64_t> completed_{0};
+  std::atomic<bool> failed_{false};
+  uint64_t head_ = 0;
+  uint64_t last_sequence_ = 0;
+};
+
+// Initialises a ring region's header for a stream; returns the record area's
+// capacity. The region must be NEURON_RTD_RING_HEADER_BYTES plus a power of two.
+uint64_t InitializeRing(session::SharedRegion& ring, uint64_t stream_id);
+
+inline constexpr uint64_t kRingHeaderBytes = sizeof(neuron_rtd_ring_header);
+
+}  // namespace neuron::rtd::queue
+
+#endif  // NEURON_RTD_DAEMON_QUEUE_STREAM_H_

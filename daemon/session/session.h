@@ -1,0 +1,142 @@
+// A session: one client process's use of the daemon. It owns segments,
+// streams, pinned host memory and shared regions, and ends with its client.
+#ifndef NEURON_RTD_DAEMON_SESSION_SESSION_H_
+#define NEURON_RTD_DAEMON_SESSION_SESSION_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/common/peer_credentials.h"
+#include "daemon/memory/memory_manager.h"
+#include "daemon/memory/segment.h"
+#include "daemon/queue/execution_context.h"
+#include "daemon/queue/scheduler.h"
+#include "daemon/queue/stream.h"
+#include "daemon/session/shared_region.h"
+
+namespace neuron::rtd::session {
+
+struct SessionLimits {
+  uint64_t max_hbm_bytes = 0;  // 0: only the devices' size limits
+  uint32_t max_streams = 64;
+  uint64_t max_ring_bytes = 4ull << 20;
+  uint64_t staging_bytes = 64ull << 20;
+  uint64_t max_host_memory_bytes = 16ull << 30;
+};
+
+// A ring handed to the client: its region and its doorbell.
+struct StreamRegion {
+  std::shared_ptr<queue::Stream> stream;
+  uint32_t completion_slot = 0;
+};
+
+struct SessionStats {
+  uint64_t hbm_bytes = 0;
+  uint32_t streams = 0;
+  uint64_t commands_completed = 0;
+  uint64_t commands_failed = 0;
+  uint64_t host_memory_bytes = 0;
+};
+
+// Thread-safety: every method may be called from any thread; RPC handlers
+// and queue threads use a session at once.
+// Lifetime: shared by the session manager, its streams' queues (weakly) and
+// in-flight RPCs; Close releases everything it holds at once.
+class Session final : public queue::ExecutionContext,
+                      public std::enable_shared_from_this<Session> {
+ public:
+  Session(uint64_t id, const PeerCredentials& owner, std::string client_name,
+          std::vector<uint32_t> cores, const SessionLimits& limits,
+          std::unique_ptr<SharedRegion> completion_page, std::unique_ptr<SharedRegion> staging,
+          queue::Scheduler& scheduler, memory::MemoryManager& memory);
+  ~Session() override;
+
+  uint64_t id() const { return id_; }
+  const PeerCredentials& owner() const { return owner_; }
+  const std::string& client_name() const { return client_name_; }
+  const std::vector<uint32_t>& cores() const { return cores_; }
+  const SessionLimits& limits() const { return limits_; }
+  absl::Time opened_at() const { return opened_at_; }
+  const SharedRegion& completion_page() const { return *completion_page_; }
+  const SharedRegion& staging() const { return *staging_; }
+  SessionStats stats() const;
+
+  // Binds the client's data-plane connection (the session takes `fd`) and
+  // sends it the completion page and the staging arena.
+  absl::Status Attach(int fd);
+  bool attached() const;
+
+  absl::StatusOr<memory::SegmentRef> AllocateSegment(uint32_t core, uint64_t size);
+  absl::Status FreeSegment(uint64_t segment_id);
+  // Creates a stream on `core` whose ring holds `ring_bytes` (rounded up to a
+  // power of two), sends its ring to the client and starts serving it.
+  absl::StatusOr<StreamRegion> CreateStream(uint32_t core, uint64_t ring_bytes);
+  absl::Status DestroyStream(uint64_t stream_id);
+  absl::StatusOr<std::shared_ptr<SharedRegion>> RegisterHostMemory(uint64_t size);
+  absl::Status UnregisterHostMemory(uint64_t host_memory_id);
+  std::vector<queue::StreamError> StreamErrors(uint64_t stream_id) const;
+
+  // Ends the session: fails its timelines with `nrt_status` (sticky), stops
+  // its streams and frees its memory. Idempotent.
+  void Close(int32_t nrt_status, const std::string& reason);
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+
+  // queue::ExecutionContext
+  uint64_t session_id() const override { return id_; }
+  absl::StatusOr<queue::DeviceSpan> ResolveDevice(uint64_t address, uint64_t length) override;
+  absl::StatusOr<queue::HostSpan> ResolveStaging(uint64_t offset, uint64_t length) override;
+  absl::StatusOr<queue::HostSpan> ResolveHostMemory(uint64_t host_memory_id, uint64_t offset,
+                                                    uint64_t length) override;
+  std::shared_ptr<queue::Stream> FindStream(uint64_t stream_id) override;
+  void OnCommandDone(const queue::Stream& stream, bool failed) override;
+  void OnStreamError(const queue::StreamError& error) override;
+
+ private:
+  absl::Status CheckOpen() const;
+  absl::Status CheckCore(uint32_t core) const;
+  absl::Status SendRegion(const SharedRegion& region, int extra_fd);
+
+  const uint64_t id_;
+  const PeerCredentials owner_;
+  const std::string client_name_;
+  const std::vector<uint32_t> cores_;
+  const SessionLimits limits_;
+  const absl::Time opened_at_;
+  const std::shared_ptr<SharedRegion> completion_page_;
+  const std::shared_ptr<SharedRegion> staging_;
+  queue::Scheduler& scheduler_;
+  memory::MemoryManager& memory_;
+
+  memory::SegmentTable segments_;
+  std::atomic<bool> closed_{false};
+  std::atomic<uint64_t> commands_completed_{0};
+  std::atomic<uint64_t> commands_failed_{0};
+
+  mutable absl::Mutex mutex_;
+  int data_fd_ ABSL_GUARDED_BY(mutex_) = -1;
+  uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
+  std::map<uint64_t, std::shared_ptr<queue::Stream>> streams_ ABSL_GUARDED_BY(mutex_);
+  // A completion slot is free once its last stream object is gone (a copy on
+  // the DMA engine may still publish to it after DestroyStream).
+  enum class SlotState : uint8_t { kFree, kReserved, kAssigned };
+  std::vector<SlotState> slot_states_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::weak_ptr<queue::Stream>> slot_owners_ ABSL_GUARDED_BY(mutex_);
+  std::map<uint64_t, std::shared_ptr<SharedRegion>> host_memory_ ABSL_GUARDED_BY(mutex_);
+  uint64_t host_memory_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::vector<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
+};
+
+// Bytes of a completion page with room for `slots` streams.
+uint64_t CompletionPageBytes(uint32_t slots);
+
+}  // namespace neuron::rtd::session
+
+#endif  // NEURON_RTD_DAEMON_SESSION_SESSION_H_

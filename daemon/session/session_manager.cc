@@ -1,0 +1,203 @@
+#include "daemon/session/session_manager.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace neuron::rtd::session {
+namespace {
+
+bool TokensEqual(std::string_view expected, std::span<const uint8_t> given) {
+  if (expected.size() != given.size()) return false;
+  uint8_t difference = 0;
+  for (size_t i = 0; i < given.size(); ++i) {
+    difference |= static_cast<uint8_t>(expected[i]) ^ given[i];
+  }
+  return difference == 0;
+}
+
+absl::StatusOr<std::string> RandomToken() {
+  std::string token(NEURON_RTD_ATTACH_TOKEN_BYTES, '\0');
+  size_t filled = 0;
+  while (filled < token.size()) {
+    const ssize_t got = ::getrandom(token.data() + filled, token.size() - filled, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return absl::ErrnoToStatus(errno, "getrandom for a session token");
+    }
+    filled += static_cast<size_t>(got);
+  }
+  return token;
+}
+
+}  // namespace
+
+SessionManager::SessionManager(const SessionConfig& config, const hal::Backend& backend,
+                               queue::Scheduler& scheduler, memory::MemoryManager& memory)
+    : config_(config), backend_(backend), scheduler_(scheduler), memory_(memory) {
+  reaper_ = std::thread([this] { ReapUnattached(); });
+}
+
+SessionManager::~SessionManager() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+    stop_.SignalAll();
+  }
+  reaper_.join();
+  CloseAll("daemon stopping");
+}
+
+absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
+                                                   std::string client_name,
+                                                   std::vector<uint32_t> cores) {
+  const uint32_t host_cores = backend_.total_logical_cores();
+  if (cores.empty()) {
+    for (uint32_t core = 0; core < host_cores; ++core) cores.push_back(core);
+  }
+  std::sort(cores.begin(), cores.end());
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  if (cores.back() >= host_cores) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "core %d does not exist: this host has cores 0-%d", cores.back(), host_cores - 1));
+  }
+  constexpr size_t kMaxClientName = 256;
+  if (client_name.size() > kMaxClientName) client_name.resize(kMaxClientName);
+
+  absl::StatusOr<std::string> token = RandomToken();
+  if (!token.ok()) return token.status();
+  uint64_t id;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (stopping_) return absl::UnavailableError("neuron-rtd is stopping");
+    if (sessions_.size() >= config_.max_sessions) {
+      return absl::ResourceExhaustedError(
+          absl::StrFormat("neuron-rtd already serves %d sessions, its limit", sessions_.size()));
+    }
+    id = next_id_++;
+  }
+  const uint32_t slots = config_.limits.max_streams;
+  absl::StatusOr<std::unique_ptr<SharedRegion>> page =
+      SharedRegion::Create(1, 1 /* SHARED_REGION_KIND_COMPLETION_PAGE */,
+                           CompletionPageBytes(slots),
+                           absl::StrFormat("neuron-rtd-completion-%d", id));
+  if (!page.ok()) return page.status();
+  absl::StatusOr<std::unique_ptr<SharedRegion>> staging =
+      SharedRegion::Create(2, 3 /* SHARED_REGION_KIND_STAGING */, config_.limits.staging_bytes,
+                           absl::StrFormat("neuron-rtd-staging-%d", id));
+  if (!staging.ok()) return staging.status();
+  auto session = std::make_shared<Session>(id, peer, std::move(client_name), std::move(cores),
+                                           config_.limits, *std::move(page), *std::move(staging),
+                                           scheduler_, memory_);
+  absl::MutexLock lock(&mutex_);
+  sessions_.emplace(id, Entry{.session = session, .token = *token});
+  return OpenedSession{.session = std::move(session), .attach_token = *std::move(token)};
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionManager::Attach(uint64_t session_id,
+                                                                std::span<const uint8_t> token,
+                                                                const PeerCredentials& peer,
+                                                                int fd) {
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end() || !TokensEqual(it->second.token, token) ||
+        !MayActOn(peer, it->second.session->owner())) {
+      ::close(fd);
+      return absl::PermissionDeniedError(
+          absl::StrFormat("no session %d with that attach token for this user", session_id));
+    }
+    session = it->second.session;
+    it->second.token.clear();  // one use only
+  }
+  if (absl::Status attached = session->Attach(fd); !attached.ok()) {
+    session->Close(NEURON_RTD_STATUS_FAILURE, std::string(attached.message()));
+    Take(session_id);
+    return attached;
+  }
+  return session;
+}
+
+absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(uint64_t session_id,
+                                                             const PeerCredentials& caller) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) {
+    return absl::NotFoundError(absl::StrFormat("no session %d", session_id));
+  }
+  if (!MayActOn(caller, it->second.session->owner())) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "session %d belongs to uid %d; uid %d may not use it", session_id,
+        it->second.session->owner().uid, caller.uid));
+  }
+  return it->second.session;
+}
+
+std::shared_ptr<Session> SessionManager::Take(uint64_t session_id) {
+  absl::MutexLock lock(&mutex_);
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) return nullptr;
+  std::shared_ptr<Session> session = std::move(it->second.session);
+  sessions_.erase(it);
+  return session;
+}
+
+absl::Status SessionManager::Close(uint64_t session_id, const PeerCredentials& caller,
+                                   int32_t nrt_status, const std::string& reason) {
+  absl::StatusOr<std::shared_ptr<Session>> session = Get(session_id, caller);
+  if (!session.ok()) return session.status();
+  Take(session_id);
+  (*session)->Close(nrt_status, reason);
+  return absl::OkStatus();
+}
+
+void SessionManager::OnDisconnect(uint64_t session_id) {
+  if (std::shared_ptr<Session> session = Take(session_id)) {
+    session->Close(NEURON_RTD_STATUS_CLOSED, "client disconnected");
+  }
+}
+
+std::vector<std::shared_ptr<Session>> SessionManager::List() const {
+  absl::MutexLock lock(&mutex_);
+  std::vector<std::shared_ptr<Session>> sessions;
+  for (const auto& [id, entry] : sessions_) sessions.push_back(entry.session);
+  return sessions;
+}
+
+void SessionManager::CloseAll(const std::string& reason) {
+  std::map<uint64_t, Entry> sessions;
+  {
+    absl::MutexLock lock(&mutex_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, entry] : sessions) entry.session->Close(NEURON_RTD_STATUS_CLOSED, reason);
+}
+
+void SessionManager::ReapUnattached() {
+  absl::MutexLock lock(&mutex_);
+  while (!stopping_) {
+    stop_.WaitWithTimeout(&mutex_, config_.attach_timeout / 2);
+    const absl::Time deadline = absl::Now() - config_.attach_timeout;
+    std::vector<std::shared_ptr<Session>> expired;
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (!it->second.session->attached() && it->second.session->opened_at() < deadline) {
+        expired.push_back(std::move(it->second.session));
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (expired.empty()) continue;
+    mutex_.Unlock();
+    for (auto& session : expired) {
+      session->Close(NEURON_RTD_STATUS_TIMEOUT, "its client never attached the data plane");
+    }
+    mutex_.Lock();
+  }
+}
+
+}  // namespace neuron::rtd::session

@@ -1,0 +1,97 @@
+// Every session of the daemon: opening, attaching the data plane, owner
+// checks, and ending them.
+#ifndef NEURON_RTD_DAEMON_SESSION_SESSION_MANAGER_H_
+#define NEURON_RTD_DAEMON_SESSION_SESSION_MANAGER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/common/peer_credentials.h"
+#include "daemon/hal/device.h"
+#include "daemon/memory/memory_manager.h"
+#include "daemon/queue/scheduler.h"
+#include "daemon/session/session.h"
+#include "neuron/rtd/abi/data_plane.h"
+
+namespace neuron::rtd::session {
+
+struct SessionConfig {
+  SessionLimits limits;
+  // A session whose client has not attached its data plane by then is closed.
+  absl::Duration attach_timeout = absl::Seconds(10);
+  uint32_t max_sessions = 1024;
+};
+
+struct OpenedSession {
+  std::shared_ptr<Session> session;
+  std::string attach_token;  // NEURON_RTD_ATTACH_TOKEN_BYTES random bytes
+};
+
+// Thread-safety: every method may be called from any thread.
+// Lifetime: the backend, scheduler and memory outlive the manager; the
+// destructor closes every session.
+class SessionManager {
+ public:
+  SessionManager(const SessionConfig& config, const hal::Backend& backend,
+                 queue::Scheduler& scheduler, memory::MemoryManager& memory);
+  SessionManager(const SessionManager&) = delete;
+  SessionManager& operator=(const SessionManager&) = delete;
+  ~SessionManager();
+
+  // `cores` empty: every core of the host. INVALID_ARGUMENT for a core the
+  // host does not have.
+  absl::StatusOr<OpenedSession> Open(const PeerCredentials& peer, std::string client_name,
+                                     std::vector<uint32_t> cores);
+
+  // Binds a data-plane connection to the session its token names and hands
+  // the session `fd`. PERMISSION_DENIED for a wrong token or another user.
+  absl::StatusOr<std::shared_ptr<Session>> Attach(uint64_t session_id,
+                                                  std::span<const uint8_t> token,
+                                                  const PeerCredentials& peer, int fd);
+
+  // The session, when `caller` may use it (its owner's user, or root).
+  absl::StatusOr<std::shared_ptr<Session>> Get(uint64_t session_id,
+                                               const PeerCredentials& caller) const;
+
+  // Ends a session as its owner or an administrator asks.
+  absl::Status Close(uint64_t session_id, const PeerCredentials& caller, int32_t nrt_status,
+                     const std::string& reason);
+  // The session's data-plane connection ended: its client is gone.
+  void OnDisconnect(uint64_t session_id);
+
+  std::vector<std::shared_ptr<Session>> List() const;
+  void CloseAll(const std::string& reason);
+
+ private:
+  std::shared_ptr<Session> Take(uint64_t session_id);
+  void ReapUnattached();
+
+  const SessionConfig config_;
+  const hal::Backend& backend_;
+  queue::Scheduler& scheduler_;
+  memory::MemoryManager& memory_;
+
+  mutable absl::Mutex mutex_;
+  struct Entry {
+    std::shared_ptr<Session> session;
+    std::string token;
+  };
+  std::map<uint64_t, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::CondVar stop_;
+  std::thread reaper_;
+};
+
+}  // namespace neuron::rtd::session
+
+#endif  // NEURON_RTD_DAEMON_SESSION_SESSION_MANAGER_H_
