@@ -37,6 +37,30 @@ std::string FormatIndexRanges(const std::vector<uint32_t>& indices) {
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
 }
 
+namespace {
+
+// Left-aligned columns, two spaces apart.
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (size_t column = 0; column < row.size(); ++column) {
+      widths[column] = std::max(widths[column], row[column].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t column = 0; column < row.size(); ++column) {
+      line += row[column];
+      if (column + 1 < row.size()) line += std::string(widths[column] - row[column].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices) {
   const std::vector<std::string> header = {"DEVICE", "INSTANCE TYPE", "ARCH",     "BACKEND",
                                            "CORES",  "LNC",           "HBM TOTAL", "HBM USED",
@@ -53,22 +77,7 @@ std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices) {
                         ? "-"
                         : absl::StrJoin(device.connected_devices, ",")});
   }
-  std::vector<size_t> widths(header.size(), 0);
-  for (const auto& row : rows) {
-    for (size_t column = 0; column < row.size(); ++column) {
-      widths[column] = std::max(widths[column], row[column].size());
-    }
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t column = 0; column < row.size(); ++column) {
-      line += row[column];
-      if (column + 1 < row.size()) line += std::string(widths[column] - row[column].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
+  return RenderTable(rows);
 }
 
 nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
@@ -90,6 +99,42 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
     });
   }
   return {{"devices", std::move(list)}};
+}
+
+std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
+  std::vector<std::vector<std::string>> rows = {{"SESSION", "PID", "UID", "CLIENT", "CORES",
+                                                 "HBM USED", "STREAMS", "COMPLETED", "FAILED"}};
+  for (const neuronrt::SessionInfo& session : sessions) {
+    rows.push_back({absl::StrFormat("%d", session.session_id),
+                    absl::StrFormat("%d", session.owner.pid),
+                    absl::StrFormat("%d", session.owner.uid),
+                    session.client_name.empty() ? "-" : session.client_name,
+                    FormatIndexRanges(session.cores), FormatBytes(session.hbm_used_bytes),
+                    absl::StrFormat("%d", session.stream_count),
+                    absl::StrFormat("%d", session.commands_completed),
+                    absl::StrFormat("%d", session.commands_failed)});
+  }
+  return RenderTable(rows);
+}
+
+nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const neuronrt::SessionInfo& session : sessions) {
+    list.push_back({
+        {"session_id", session.session_id},
+        {"pid", session.owner.pid},
+        {"uid", session.owner.uid},
+        {"gid", session.owner.gid},
+        {"client_name", session.client_name},
+        {"cores", session.cores},
+        {"hbm_used_bytes", session.hbm_used_bytes},
+        {"streams", session.stream_count},
+        {"commands_completed", session.commands_completed},
+        {"commands_failed", session.commands_failed},
+        {"opened_at_unix_ms", session.opened_at_unix_ms},
+    });
+  }
+  return {{"sessions", std::move(list)}};
 }
 
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target) {

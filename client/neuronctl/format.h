@@ -21,6 +21,9 @@ std::string FormatIndexRanges(const std::vector<uint32_t>& indices);
 std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices);
 nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices);
 
+std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions);
+nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions);
+
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target);
 nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target);
 

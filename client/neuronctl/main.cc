@@ -59,6 +59,18 @@ int main(int argc, char** argv) {
       "health", "check the daemon; exit 0 when it is serving, 1 when not, 2 when unreachable");
   health->add_flag("--json", health_json, "print JSON");
 
+  bool ps_json = false;
+  CLI::App* ps = app.add_subcommand(
+      "ps", "list sessions: pid, user, cores, HBM used, streams, commands completed and failed");
+  ps->add_flag("--json", ps_json, "print JSON instead of a table");
+
+  uint64_t kill_session = 0;
+  std::string kill_reason;
+  CLI::App* kill = app.add_subcommand(
+      "kill", "end a session as if its client had died (root, or the session's user)");
+  kill->add_option("SESSION", kill_session, "session id, as `neuronctl ps` shows it")->required();
+  kill->add_option("--reason", kill_reason, "recorded with the session's end");
+
   CLI::App* version = app.add_subcommand("version", "print neuronctl's and the daemon's versions");
 
   try {
@@ -82,6 +94,24 @@ int main(int argc, char** argv) {
     } else {
       std::cout << neuronctl::DevicesTable(*devices);
     }
+    return 0;
+  }
+
+  if (*ps) {
+    absl::StatusOr<std::vector<neuronrt::SessionInfo>> sessions = (*client)->ListSessions();
+    if (!sessions.ok()) return Report(sessions.status(), address);
+    if (ps_json) {
+      std::cout << neuronctl::SessionsJson(*sessions).dump(2) << "\n";
+    } else {
+      std::cout << neuronctl::SessionsTable(*sessions);
+    }
+    return 0;
+  }
+
+  if (*kill) {
+    absl::Status killed = (*client)->KillSession(kill_session, kill_reason);
+    if (!killed.ok()) return Report(killed, address);
+    std::printf("session %llu ended\n", static_cast<unsigned long long>(kill_session));
     return 0;
   }
 

@@ -150,15 +150,22 @@ absl::Status SessionManager::Close(uint64_t session_id, const PeerCredentials& c
                                    int32_t nrt_status, const std::string& reason) {
   absl::StatusOr<std::shared_ptr<Session>> session = Get(session_id, caller);
   if (!session.ok()) return session.status();
-  Take(session_id);
+  // Closed before it leaves the list: a session no longer listed holds nothing.
   (*session)->Close(nrt_status, reason);
+  Take(session_id);
   return absl::OkStatus();
 }
 
 void SessionManager::OnDisconnect(uint64_t session_id) {
-  if (std::shared_ptr<Session> session = Take(session_id)) {
-    session->Close(NEURON_RTD_STATUS_CLOSED, "client disconnected");
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end()) return;
+    session = it->second.session;
   }
+  session->Close(NEURON_RTD_STATUS_CLOSED, "client disconnected");
+  Take(session_id);
 }
 
 std::vector<std::shared_ptr<Session>> SessionManager::List() const {

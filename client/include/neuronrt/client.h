@@ -38,6 +38,11 @@ class Client {
   virtual absl::StatusOr<std::vector<DeviceInfo>> ListDevices() const = 0;
   virtual absl::StatusOr<HealthInfo> Health() const = 0;
   virtual absl::StatusOr<RuntimeInfo> GetRuntimeInfo() const = 0;
+
+  // Administration (neuronctl ps, kill).
+  virtual absl::StatusOr<std::vector<SessionInfo>> ListSessions() const = 0;
+  // Ends another session as if its client had died: root or the same user.
+  virtual absl::Status KillSession(uint64_t session_id, const std::string& reason) const = 0;
 };
 
 }  // namespace neuronrt

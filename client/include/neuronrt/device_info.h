@@ -44,6 +44,19 @@ struct HealthInfo {
   bool serving() const { return state == "serving"; }
 };
 
+// A session as `neuronctl ps` shows it.
+struct SessionInfo {
+  uint64_t session_id = 0;
+  PeerIdentity owner;
+  std::string client_name;
+  std::vector<uint32_t> cores;
+  uint64_t hbm_used_bytes = 0;
+  uint32_t stream_count = 0;
+  uint64_t commands_completed = 0;
+  uint64_t commands_failed = 0;
+  uint64_t opened_at_unix_ms = 0;
+};
+
 struct RuntimeInfo {
   std::string daemon_version;
   uint32_t abi_version_major = 0;

@@ -120,8 +120,12 @@ class Stream {
                              uint32_t pattern_bytes, std::string_view op_name = {});
   absl::StatusOr<Event> Launch(uint64_t executable_id, std::span<const uint64_t> arguments,
                                std::span<const uint8_t> scalars, std::string_view op_name = {});
-  // An event after everything enqueued so far (a SIGNAL when needed).
+  // An event after everything enqueued so far (no command, no round trip).
   absl::StatusOr<Event> Record();
+  // The point where this stream's timeline reaches `value`, which may lie in
+  // the future: another stream may wait on it before this stream has
+  // submitted the command that completes it (wait-before-signal).
+  Event EventAt(uint64_t value) const { return Event(state_, value); }
   // Makes later commands of this stream wait, on the device side, for `event`.
   absl::Status Wait(const Event& event);
   absl::Status Synchronize();

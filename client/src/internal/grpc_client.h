@@ -62,6 +62,27 @@ class GrpcClient final : public Client {
     return internal::FromProto(response);
   }
 
+  absl::StatusOr<std::vector<SessionInfo>> ListSessions() const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::ListSessionsResponse response;
+    grpc::Status status = admin_->ListSessions(&context, v1::ListSessionsRequest(), &response);
+    if (!status.ok()) return FromGrpc(status, address_, "ListSessions");
+    std::vector<SessionInfo> sessions;
+    for (const v1::SessionInfo& session : response.sessions()) sessions.push_back(FromProto(session));
+    return sessions;
+  }
+
+  absl::Status KillSession(uint64_t session_id, const std::string& reason) const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::KillSessionRequest request;
+    request.set_session_id(session_id);
+    request.set_reason(reason);
+    v1::KillSessionResponse response;
+    return FromGrpc(admin_->KillSession(&context, request, &response), address_, "KillSession");
+  }
+
   // Sets the call's deadline from ClientOptions.rpc_timeout.
   void PrepareContext(grpc::ClientContext& context) const {
     context.set_deadline(std::chrono::system_clock::now() +

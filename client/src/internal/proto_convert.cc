@@ -83,6 +83,21 @@ RuntimeInfo FromProto(const v1::GetRuntimeInfoResponse& response) {
                      .backend = BackendName(response.backend())};
 }
 
+SessionInfo FromProto(const v1::SessionInfo& session) {
+  SessionInfo info;
+  info.session_id = session.session_id();
+  info.owner = PeerIdentity{
+      .pid = session.owner().pid(), .uid = session.owner().uid(), .gid = session.owner().gid()};
+  info.client_name = session.client_name();
+  info.cores.assign(session.cores().begin(), session.cores().end());
+  info.hbm_used_bytes = session.hbm_used_bytes();
+  info.stream_count = session.stream_count();
+  info.commands_completed = session.commands_completed();
+  info.commands_failed = session.commands_failed();
+  info.opened_at_unix_ms = session.opened_at_unix_ms();
+  return info;
+}
+
 absl::Status FromGrpc(const grpc::Status& status, const DaemonAddress& address,
                       std::string_view call) {
   if (status.ok()) return absl::OkStatus();

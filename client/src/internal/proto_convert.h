@@ -15,6 +15,7 @@ namespace neuronrt::internal {
 DeviceInfo FromProto(const neuron::rtd::v1::DeviceInfo& device);
 HealthInfo FromProto(const neuron::rtd::v1::HealthResponse& health);
 RuntimeInfo FromProto(const neuron::rtd::v1::GetRuntimeInfoResponse& info);
+SessionInfo FromProto(const neuron::rtd::v1::SessionInfo& session);
 
 // A failed call as an absl::Status with the same code; the message says
 // which daemon answered (or could not be reached) and which call failed.

@@ -248,6 +248,8 @@ StreamState::~StreamState() {
 uint64_t StreamState::last_submitted() const { return last_submitted_.load(); }
 
 absl::Status StreamState::FailureAt(uint64_t value) const {
+  // A session the daemon closed fails every stream; say why, not which.
+  if (session_->closed_by_daemon()) return session_->CheckAlive();
   const uint64_t error_sequence = LoadAcquire(slot_->error_sequence);
   if (error_sequence != 0 && error_sequence <= value) {
     return session_->CommandError(id_, error_sequence, LoadAcquire(slot_->error_status));
@@ -303,9 +305,8 @@ absl::StatusOr<uint64_t> StreamState::Submit(uint16_t opcode, std::span<const ui
   }
   absl::MutexLock lock(&mutex_);
   // A poisoned stream runs nothing more: its error surfaces at once.
-  const uint64_t error_sequence = LoadAcquire(slot_->error_sequence);
-  if (error_sequence != 0) {
-    return session_->CommandError(id_, error_sequence, LoadAcquire(slot_->error_status));
+  if (LoadAcquire(slot_->error_sequence) != 0 || session_->closed_by_daemon()) {
+    return FailureAt(UINT64_MAX);
   }
   const uint64_t position = tail_ % capacity_;
   const uint64_t pad = capacity_ - position < length ? capacity_ - position : 0;

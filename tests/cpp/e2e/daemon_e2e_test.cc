@@ -115,18 +115,19 @@ TEST_F(DaemonE2eTest, MethodsNotYetServedSayWhichMethod) {
   auto channel = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
   auto runtime = rtd::v1::Runtime::NewStub(channel);
   grpc::ClientContext context;
-  rtd::v1::OpenSessionResponse session;
-  grpc::Status status = runtime->OpenSession(&context, rtd::v1::OpenSessionRequest(), &session);
+  rtd::v1::LookupExecutableResponse found;
+  grpc::Status status =
+      runtime->LookupExecutable(&context, rtd::v1::LookupExecutableRequest(), &found);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(status.error_message(),
-              HasSubstr("neuron.rtd.v1.Runtime/OpenSession is not implemented by neuron-rtd"));
+              HasSubstr("neuron.rtd.v1.Runtime/LookupExecutable is not implemented by neuron-rtd"));
 
   auto admin = rtd::v1::Admin::NewStub(channel);
   grpc::ClientContext admin_context;
-  rtd::v1::KillSessionResponse killed;
-  status = admin->KillSession(&admin_context, rtd::v1::KillSessionRequest(), &killed);
+  rtd::v1::ResetDeviceResponse reset;
+  status = admin->ResetDevice(&admin_context, rtd::v1::ResetDeviceRequest(), &reset);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("neuron.rtd.v1.Admin/KillSession"));
+  EXPECT_THAT(status.error_message(), HasSubstr("neuron.rtd.v1.Admin/ResetDevice"));
 }
 
 TEST_F(DaemonE2eTest, OversizedMessagesAreRefused) {

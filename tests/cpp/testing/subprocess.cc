@@ -66,6 +66,7 @@ int PollOne(int fd, absl::Duration timeout) {
 
 std::string NeuronRtdBinary() { return NEURON_RTD_BINARY; }
 std::string NeuronctlBinary() { return NEURONCTL_BINARY; }
+std::string ClientProbeBinary() { return NEURON_CLIENT_PROBE_BINARY; }
 
 absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Spawn(
     const std::vector<std::string>& argv, const Environment& extra_env) {

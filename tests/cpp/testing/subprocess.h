@@ -21,6 +21,7 @@ namespace neuron::testing {
 // Paths of the binaries under test, from the build.
 std::string NeuronRtdBinary();
 std::string NeuronctlBinary();
+std::string ClientProbeBinary();
 
 // Variables set for the child on top of this process's environment; nullopt
 // removes one.

@@ -1,0 +1,542 @@
+// Sessions, device memory and the shared-memory data plane, against a real
+// daemon: copies, fills, launches, streams and events, errors, concurrency,
+// other processes, hostile clients and dying peers.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "absl/time/clock.h"
+#include "e2e/raw_session.h"
+#include "neuronrt/session.h"
+#include "nlohmann/json.hpp"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace neuron {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+std::vector<uint8_t> Pattern(size_t bytes, uint32_t seed) {
+  std::vector<uint8_t> data(bytes);
+  uint32_t state = seed * 2654435761u + 1;
+  for (uint8_t& byte : data) {
+    state = state * 1664525u + 1013904223u;
+    byte = static_cast<uint8_t>(state >> 24);
+  }
+  return data;
+}
+
+class DataPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartDaemon({}); }
+
+  void StartDaemon(std::vector<std::string> args) {
+    daemon_.reset();
+    socket_ = dir_.Join("rtd.sock");
+    args.insert(args.end(), {"--socket", socket_});
+    auto daemon = testing::StartDaemon(args);
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+  }
+
+  std::string address() const { return "unix:" + socket_; }
+
+  std::unique_ptr<neuronrt::Session> Open(std::string name = "test") {
+    auto session = neuronrt::Session::Open({.client = {.address = address()}, .client_name = name});
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? *std::move(session) : nullptr;
+  }
+
+  std::unique_ptr<neuronrt::Client> Admin() {
+    return *neuronrt::Client::Connect({.address = address()});
+  }
+
+  // Waits until the daemon lists no session of `pid`. The daemon acts on a
+  // client's death asynchronously; the condition, not a delay, ends the wait.
+  bool WaitSessionGone(pid_t pid) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    auto admin = Admin();
+    while (absl::Now() < deadline) {
+      auto sessions = admin->ListSessions();
+      if (sessions.ok() && std::none_of(sessions->begin(), sessions->end(), [&](const auto& s) {
+            return s.owner.pid == pid;
+          })) {
+        return true;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+
+  uint64_t HbmUsed() {
+    auto devices = Admin()->ListDevices();
+    uint64_t used = 0;
+    for (const auto& device : *devices) used += device.hbm_used_bytes;
+    return used;
+  }
+
+  testing::TempDir dir_;
+  std::string socket_;
+  std::unique_ptr<testing::Subprocess> daemon_;
+};
+
+TEST_F(DataPlaneTest, AllocationShowsInListDevicesAndOutOfMemoryHasNumbers) {
+  auto session = Open();
+  auto first = session->Allocate(0, 3 * kGiB);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(HbmUsed(), 3 * kGiB);
+  auto too_big = session->Allocate(1, 2 * kGiB);
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(too_big.status().message(),
+              AllOf(HasSubstr("requested 2147483648 bytes"), HasSubstr("bytes free")));
+  ASSERT_TRUE(session->Free(*first).ok());
+  EXPECT_EQ(HbmUsed(), 0u);
+  EXPECT_TRUE(session->Allocate(1, 2 * kGiB).ok());
+  EXPECT_EQ(session->Free(*first).code(), absl::StatusCode::kNotFound) << "double free";
+  EXPECT_EQ(session->Allocate(7, kMiB).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(DataPlaneTest, CopiesRoundTripAtEverySizeEdge) {
+  auto session = Open();
+  auto buffer = session->Allocate(0, 64 * kMiB);
+  ASSERT_TRUE(buffer.ok());
+  auto stream = *session->CreateStream(0);
+  for (uint64_t size : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{4095}, uint64_t{4096},
+                        kMiB + 3, 40 * kMiB + 5}) {
+    for (uint64_t offset : {uint64_t{0}, uint64_t{3}}) {
+      std::vector<uint8_t> data = Pattern(size, static_cast<uint32_t>(size + offset));
+      std::vector<uint8_t> back(size, 0xee);
+      auto copied = stream->CopyToDevice(buffer->device_address + offset, data.data(), size);
+      ASSERT_TRUE(copied.ok()) << copied.status();
+      ASSERT_TRUE(stream->CopyToHost(back.data(), buffer->device_address + offset, size).ok());
+      EXPECT_EQ(back, data) << "size " << size << " offset " << offset;
+    }
+  }
+}
+
+TEST_F(DataPlaneTest, PinnedAndDeviceToDeviceCopies) {
+  auto session = Open();
+  auto a = *session->Allocate(0, 8 * kMiB);
+  auto b = *session->Allocate(1, 8 * kMiB);
+  auto pinned = session->AllocateHost(8 * kMiB);
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  std::vector<uint8_t> data = Pattern(8 * kMiB, 5);
+  std::memcpy((*pinned)->data(), data.data(), data.size());
+  auto stream = *session->CreateStream(0);
+  ASSERT_TRUE(stream->CopyToDevice(a.device_address, **pinned, 0, data.size()).ok());
+  ASSERT_TRUE(stream->CopyOnDevice(b.device_address, a.device_address, data.size()).ok());
+  // Pinned memory is read asynchronously: reuse it only after the copy.
+  ASSERT_TRUE(stream->Synchronize().ok());
+  std::memset((*pinned)->data(), 0, data.size());
+  auto back = stream->CopyToHost(**pinned, 0, b.device_address, data.size());
+  ASSERT_TRUE(back.ok());
+  ASSERT_TRUE(back->Synchronize().ok());
+  EXPECT_EQ(std::memcmp((*pinned)->data(), data.data(), data.size()), 0);
+  EXPECT_EQ(stream->CopyToDevice(a.device_address, **pinned, 8 * kMiB - 1, 2).status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+TEST_F(DataPlaneTest, FillWritesEveryPatternWidth) {
+  auto session = Open();
+  auto buffer = *session->Allocate(0, kMiB);
+  auto stream = *session->CreateStream(0);
+  struct Case {
+    uint64_t pattern;
+    uint32_t width;
+  };
+  for (Case fill : {Case{0xab, 1}, Case{0x1234, 2}, Case{0xdeadbeef, 4},
+                    Case{0x0102030405060708, 8}}) {
+    ASSERT_TRUE(stream->Fill(buffer.device_address, 64, fill.pattern, fill.width).ok());
+    std::vector<uint8_t> back(64);
+    ASSERT_TRUE(stream->CopyToHost(back.data(), buffer.device_address, 64).ok());
+    for (size_t offset = 0; offset < 64; offset += fill.width) {
+      EXPECT_EQ(std::memcmp(back.data() + offset, &fill.pattern, fill.width), 0) << fill.width;
+    }
+  }
+}
+
+TEST_F(DataPlaneTest, BuiltinAddKernelRunsOnTheCore) {
+  auto session = Open();
+  constexpr uint64_t kCount = 1000;
+  auto a = *session->Allocate(0, kCount * 4);
+  auto b = *session->Allocate(0, kCount * 4);
+  auto out = *session->Allocate(0, kCount * 4);
+  std::vector<float> x(kCount), y(kCount), z(kCount);
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::fill(y.begin(), y.end(), 0.25f);
+  auto stream = *session->CreateStream(0);
+  ASSERT_TRUE(stream->CopyToDevice(a.device_address, x.data(), kCount * 4).ok());
+  ASSERT_TRUE(stream->CopyToDevice(b.device_address, y.data(), kCount * 4).ok());
+  const uint64_t args[] = {a.device_address, b.device_address, out.device_address};
+  uint64_t count = kCount;
+  auto launched = stream->Launch(NEURON_RTD_EXEC_BUILTIN_ADD_F32, args,
+                                 std::span(reinterpret_cast<const uint8_t*>(&count), 8), "add");
+  ASSERT_TRUE(launched.ok());
+  ASSERT_TRUE(stream->CopyToHost(z.data(), out.device_address, kCount * 4).ok());
+  for (uint64_t i = 0; i < kCount; ++i) ASSERT_FLOAT_EQ(z[i], static_cast<float>(i) + 0.25f);
+
+  // Arguments are checked like every other address.
+  const uint64_t short_args[] = {a.device_address, b.device_address,
+                                 out.device_address + out.size - 8};
+  ASSERT_TRUE(stream->Launch(NEURON_RTD_EXEC_BUILTIN_ADD_F32, short_args,
+                             std::span(reinterpret_cast<const uint8_t*>(&count), 8), "add")
+                  .ok());
+  EXPECT_THAT(stream->Synchronize().message(), HasSubstr("past the end of segment"));
+}
+
+TEST_F(DataPlaneTest, EventsOrderStreamsOnTheSameAndOtherCores) {
+  auto session = Open();
+  auto source = *session->Allocate(0, 32 * kMiB);
+  auto middle = *session->Allocate(0, 32 * kMiB);
+  auto target = *session->Allocate(1, 32 * kMiB);
+  auto loader = *session->CreateStream(0);
+  auto mover = *session->CreateStream(0);
+  auto other_core = *session->CreateStream(1);
+  std::vector<uint8_t> data = Pattern(32 * kMiB, 9);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(loader->Fill(source.device_address, 32 * kMiB, round, 1).ok());
+    ASSERT_TRUE(loader->CopyToDevice(source.device_address, data.data(), data.size()).ok());
+    auto loaded = *loader->Record();
+    // The waits are enqueued before the large copy has run: the daemon holds
+    // them back, not the client.
+    ASSERT_TRUE(mover->Wait(loaded).ok());
+    ASSERT_TRUE(mover->CopyOnDevice(middle.device_address, source.device_address, data.size()).ok());
+    ASSERT_TRUE(other_core->Wait(*mover->Record()).ok());
+    ASSERT_TRUE(
+        other_core->CopyOnDevice(target.device_address, middle.device_address, data.size()).ok());
+    std::vector<uint8_t> back(data.size());
+    ASSERT_TRUE(other_core->CopyToHost(back.data(), target.device_address, back.size()).ok());
+    ASSERT_EQ(back, data) << "round " << round;
+  }
+  auto done = *other_core->Record();
+  EXPECT_TRUE(*done.Query());
+}
+
+TEST_F(DataPlaneTest, WaitBeforeSignal) {
+  auto session = Open();
+  auto buffer = *session->Allocate(0, kMiB);
+  auto producer = *session->CreateStream(0);
+  auto consumer = *session->CreateStream(1);
+  // The consumer waits for a value the producer has not submitted yet.
+  const neuronrt::Event future = producer->EventAt(producer->Record()->value() + 1);
+  ASSERT_TRUE(consumer->Wait(future).ok());
+  std::vector<uint8_t> back(16);
+  auto pinned = *session->AllocateHost(16);
+  auto landed = consumer->CopyToHost(*pinned, 0, buffer.device_address, 16);
+  ASSERT_TRUE(landed.ok());
+  EXPECT_FALSE(*landed->Query()) << "the consumer must be held back";
+  ASSERT_TRUE(producer->Fill(buffer.device_address, 16, 0x77, 1).ok());
+  ASSERT_TRUE(landed->Synchronize().ok());
+  EXPECT_EQ(std::memcmp(pinned->data(), std::vector<uint8_t>(16, 0x77).data(), 16), 0);
+}
+
+TEST_F(DataPlaneTest, ErrorsSurfaceAtTheNextSyncPointWithTheirContext) {
+  auto session = Open();
+  auto buffer = *session->Allocate(0, kMiB);
+  auto failing = *session->CreateStream(0);
+  auto healthy = *session->CreateStream(0);
+  const uint8_t bytes[2] = {1, 2};
+  auto enqueued = failing->CopyToDevice(buffer.device_address + kMiB - 1, bytes, 2, "aten::copy_");
+  ASSERT_TRUE(enqueued.ok()) << "errors are asynchronous";
+  absl::Status status = failing->Synchronize();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), AllOf(HasSubstr("COPY 'aten::copy_'"),
+                                      HasSubstr("runs 1 bytes past the end of segment")));
+  EXPECT_EQ(enqueued->Synchronize().code(), absl::StatusCode::kInvalidArgument);
+  // Sticky: the stream refuses more work with the same error.
+  EXPECT_EQ(failing->Fill(buffer.device_address, 8, 0, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Another stream, and the session, are unaffected.
+  EXPECT_TRUE(healthy->Fill(buffer.device_address, kMiB, 7, 1).ok());
+  EXPECT_TRUE(healthy->Synchronize().ok());
+  // A stream that waits on a failed one fails too.
+  auto waiter = *session->CreateStream(1);
+  ASSERT_TRUE(waiter->Wait(*enqueued).ok());
+  EXPECT_THAT(waiter->Synchronize().message(), HasSubstr("failed"));
+}
+
+TEST_F(DataPlaneTest, ManyThreadsSubmitAtOnce) {
+  auto session = Open();
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 100;
+  auto buffer = *session->Allocate(0, (kThreads + 1) * 4096);
+  auto shared_stream = *session->CreateStream(0);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto own = session->CreateStream(t % 2);
+      if (!own.ok()) {
+        ++failures;
+        return;
+      }
+      const uint64_t address = buffer.device_address + t * 4096;
+      for (int round = 0; round < kRounds; ++round) {
+        std::vector<uint8_t> data = Pattern(4096, t * 1000 + round);
+        std::vector<uint8_t> back(4096);
+        auto copied = (*own)->CopyToDevice(address, data.data(), 4096);
+        absl::Status status = copied.ok() ? (*own)->CopyToHost(back.data(), address, 4096)
+                                          : copied.status();
+        if (!status.ok() || back != data) {
+          ADD_FAILURE() << "thread " << t << " round " << round << ": " << status;
+          ++failures;
+        }
+        if (!shared_stream->Fill(address + 4096 * kThreads, 64, round, 1).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_TRUE(shared_stream->Synchronize().ok());
+}
+
+TEST_F(DataPlaneTest, TwoProcessesShareACore) {
+  std::vector<std::unique_ptr<testing::Subprocess>> probes;
+  for (int i = 0; i < 2; ++i) {
+    auto probe = testing::Subprocess::Spawn({testing::ClientProbeBinary(), "work", address(), "0"});
+    ASSERT_TRUE(probe.ok());
+    probes.push_back(*std::move(probe));
+  }
+  for (auto& probe : probes) {
+    absl::StatusOr<int> code = probe->Wait(absl::Seconds(120));
+    ASSERT_TRUE(code.ok());
+    EXPECT_EQ(*code, 0) << probe->Stderr();
+  }
+}
+
+TEST_F(DataPlaneTest, KilledClientsMemoryIsFreedAndOthersCarryOn) {
+  auto session = Open("survivor");
+  auto mine = *session->Allocate(0, kMiB);
+  auto stream = *session->CreateStream(0);
+  auto probe = testing::Subprocess::Spawn({testing::ClientProbeBinary(), "hold", address(), "0"});
+  ASSERT_TRUE(probe.ok());
+  ASSERT_TRUE((*probe)->WaitReady().ok()) << (*probe)->Stderr();
+  EXPECT_EQ(HbmUsed(), kMiB + 64 * kMiB);
+  testing::CommandResult ps = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", address(), "ps", "--json"});
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  const nlohmann::json sessions = nlohmann::json::parse(ps.out)["sessions"];
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[1]["pid"], (*probe)->pid());
+  EXPECT_EQ(sessions[1]["hbm_used_bytes"], 64 * kMiB);
+  EXPECT_EQ(sessions[1]["client_name"], "probe-hold");
+
+  (*probe)->Signal(SIGKILL);
+  ASSERT_TRUE((*probe)->Wait().ok());
+  ASSERT_TRUE(WaitSessionGone((*probe)->pid()));
+  EXPECT_EQ(HbmUsed(), kMiB);
+  std::vector<uint8_t> data = Pattern(kMiB, 3), back(kMiB);
+  ASSERT_TRUE(stream->CopyToDevice(mine.device_address, data.data(), kMiB).ok());
+  ASSERT_TRUE(stream->CopyToHost(back.data(), mine.device_address, kMiB).ok());
+  EXPECT_EQ(back, data);
+}
+
+TEST_F(DataPlaneTest, AnotherSessionsMemoryIsRefused) {
+  auto victim = Open("victim");
+  auto attacker = Open("attacker");
+  auto secret = *victim->Allocate(0, kMiB);
+  auto victim_stream = *victim->CreateStream(0);
+  ASSERT_TRUE(victim_stream->Fill(secret.device_address, kMiB, 0x42, 1).ok());
+  auto attacker_buffer = *attacker->Allocate(0, kMiB);
+  auto attacker_stream = *attacker->CreateStream(0);
+  ASSERT_TRUE(
+      attacker_stream->CopyOnDevice(attacker_buffer.device_address, secret.device_address, 16).ok());
+  EXPECT_THAT(attacker_stream->Synchronize().message(),
+              HasSubstr("is not inside any segment of this session"));
+  std::vector<uint8_t> back(16);
+  ASSERT_TRUE(victim_stream->CopyToHost(back.data(), secret.device_address, 16).ok());
+  EXPECT_EQ(back, std::vector<uint8_t>(16, 0x42));
+  EXPECT_EQ(attacker->Free(secret).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(DataPlaneTest, MalformedRecordsAreRefusedAndTheDaemonKeepsServing) {
+  auto raw = testing::RawSession::Open(address());
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  auto address_of = (*raw)->Allocate(0, kMiB);
+  ASSERT_TRUE(address_of.ok());
+  struct Case {
+    const char* name;
+    std::function<void(testing::RawStream&)> write;
+    const char* expected;
+  };
+  neuron_rtd_copy_payload copy{
+      .src = {.kind = NEURON_RTD_LOCATION_STAGING, .reserved0 = 0, .memory_id = 0, .address = 0},
+      .dst = {.kind = NEURON_RTD_LOCATION_DEVICE, .reserved0 = 0, .memory_id = 0,
+              .address = *address_of},
+      .bytes = 64};
+  auto bytes = [](const auto& value) {
+    return std::span(reinterpret_cast<const uint8_t*>(&value), sizeof(value));
+  };
+  const std::vector<Case> cases = {
+      {"unknown opcode",
+       [&](auto& s) { s.Write(testing::MakeRecord(77, {}, 1)); }, "opcode 77 is not known"},
+      {"bad length",
+       [&](auto& s) {
+         auto record = testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 1);
+         reinterpret_cast<neuron_rtd_record_header*>(record.data())->length = 40;
+         s.Write(record);
+       },
+       "not a multiple of 32"},
+      {"unknown flags",
+       [&](auto& s) {
+         auto record = testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 1);
+         reinterpret_cast<neuron_rtd_record_header*>(record.data())->flags = 0x100;
+         s.Write(record);
+       },
+       "unknown bits"},
+      {"sequence going back",
+       [&](auto& s) {
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 5));
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 5));
+       },
+       "does not follow"},
+      {"payload size",
+       [&](auto& s) {
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_COPY, bytes(copy).subspan(0, 40), 1));
+       },
+       "COPY takes 56"},
+      {"staging out of range",
+       [&](auto& s) {
+         neuron_rtd_copy_payload far = copy;
+         far.src.address = uint64_t{1} << 40;
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_COPY, bytes(far), 1));
+       },
+       "outside the"},
+      {"unregistered host memory",
+       [&](auto& s) {
+         neuron_rtd_copy_payload host = copy;
+         host.src = {.kind = NEURON_RTD_LOCATION_HOST_MEMORY, .reserved0 = 0, .memory_id = 999,
+                     .address = 0};
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_COPY, bytes(host), 1));
+       },
+       "host memory 999 is not registered"},
+      {"wild device address",
+       [&](auto& s) {
+         neuron_rtd_fill_payload fill{.device_address = 0x1000, .bytes = 8, .pattern = 0,
+                                      .pattern_bytes = 1};
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_FILL, bytes(fill), 1));
+       },
+       "not inside any segment"},
+      {"wait on a missing stream",
+       [&](auto& s) {
+         neuron_rtd_wait_payload wait{.stream_id = 4242, .value = 1};
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_WAIT, bytes(wait), 1));
+       },
+       "does not have"},
+      {"tail beyond the ring",
+       [&](auto& s) { s.PublishTail(uint64_t{1} << 40); }, "not a record boundary"},
+      {"record across the ring's end",
+       [&](auto& s) {
+         auto filler = testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 1);
+         for (uint64_t written = 0; written + 64 < s.capacity(); written += filler.size()) {
+           reinterpret_cast<neuron_rtd_record_header*>(filler.data())->sequence++;
+           s.Write(filler);
+         }
+         auto big = testing::MakeRecord(NEURON_RTD_OP_COPY, bytes(copy), 1000);
+         s.Write(big);
+       },
+       "past the end of the ring"},
+  };
+  auto healthy = (*raw)->CreateStream(1);
+  ASSERT_TRUE(healthy.ok());
+  uint64_t healthy_sequence = 0;
+  for (const Case& test_case : cases) {
+    auto stream = (*raw)->CreateStream(0);
+    ASSERT_TRUE(stream.ok()) << test_case.name;
+    test_case.write(**stream);
+    absl::StatusOr<bool> failed = (*stream)->WaitFailedOrCompleted(UINT64_MAX);
+    ASSERT_TRUE(failed.ok()) << test_case.name;
+    EXPECT_TRUE(*failed) << test_case.name;
+    auto errors = (*raw)->Errors((*stream)->id());
+    ASSERT_EQ(errors.size(), 1u) << test_case.name;
+    EXPECT_THAT(errors[0].message(), HasSubstr(test_case.expected)) << test_case.name;
+
+    // The daemon, the session and its other streams keep working.
+    ++healthy_sequence;
+    (*healthy)->Write(testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, healthy_sequence));
+    absl::StatusOr<bool> healthy_failed = (*healthy)->WaitFailedOrCompleted(healthy_sequence);
+    ASSERT_TRUE(healthy_failed.ok());
+    EXPECT_FALSE(*healthy_failed) << "after " << test_case.name;
+  }
+  EXPECT_TRUE(Admin()->Health().ok());
+}
+
+TEST_F(DataPlaneTest, WrongAttachTokenIsRefused) {
+  auto raw = testing::RawSession::Open(address());
+  ASSERT_TRUE(raw.ok());
+  auto impostor = neuronrt::internal::DataPlaneConnection::Attach(
+      "unix:" + socket_ + ".data", (*raw)->id(), std::string(32, 'x'));
+  ASSERT_TRUE(impostor.ok());
+  auto region = (*impostor)->Receive(1, 1, absl::Seconds(30));
+  EXPECT_EQ(region.status().code(), absl::StatusCode::kPermissionDenied) << region.status();
+}
+
+TEST_F(DataPlaneTest, NeuronctlKillEndsTheSessionAndItsClientSeesWhy) {
+  auto session = Open("doomed");
+  auto buffer = *session->Allocate(0, kMiB);
+  auto stream = *session->CreateStream(0);
+  testing::CommandResult killed = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", address(), "kill", std::to_string(session->id()),
+       "--reason", "maintenance"});
+  ASSERT_EQ(killed.exit_code, 0) << killed.err;
+  absl::Status status = stream->Fill(buffer.device_address, 8, 0, 1).status();
+  if (status.ok()) status = stream->Synchronize();
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_THAT(status.message(), HasSubstr("was closed by neuron-rtd"));
+  EXPECT_EQ(HbmUsed(), 0u);
+  testing::CommandResult again = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", address(), "kill", std::to_string(session->id())});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("no session"));
+}
+
+TEST_F(DataPlaneTest, DaemonDeathEndsWaitsWithAnError) {
+  auto session = Open();
+  auto stream = *session->CreateStream(0);
+  auto other = *session->CreateStream(0);
+  // A wait that nothing will satisfy: the stream blocks in the daemon.
+  ASSERT_TRUE(stream->Wait(other->EventAt(1000)).ok());
+  std::atomic<bool> returned{false};
+  absl::Status waited;
+  std::thread waiter([&] {
+    waited = stream->Synchronize();
+    returned = true;
+  });
+  daemon_->Signal(SIGKILL);
+  ASSERT_TRUE(daemon_->Wait().ok());
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_FALSE(waited.ok());
+  absl::Status after = stream->Synchronize();
+  EXPECT_EQ(after.code(), absl::StatusCode::kUnavailable) << after;
+  EXPECT_THAT(after.message(), HasSubstr("went away"));
+}
+
+TEST_F(DataPlaneTest, UnattachedSessionsExpire) {
+  const std::string config = dir_.WriteFile("rtd.toml", "[session]\nattach_timeout_ms = 200\n");
+  StartDaemon({"--config", config});
+  rtd::v1::OpenSessionRequest request;
+  request.set_abi_version_major(NEURON_RTD_ABI_VERSION_MAJOR);
+  auto raw_stub = rtd::v1::Runtime::NewStub(
+      grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
+  rtd::v1::OpenSessionResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(raw_stub->OpenSession(&context, request, &response).ok());
+  EXPECT_TRUE(WaitSessionGone(::getpid()));
+}
+
+}  // namespace
+}  // namespace neuron
