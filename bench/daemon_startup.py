@@ -6,41 +6,18 @@ trn2.48xlarge (16 chips, 1.5 TiB of reserved HBM) in the same run: their
 ratio shows what a large topology costs at start. `neuron-rtd --version`
 (exec, loading libtorch, exit) is reported beside them for scale.
 """
-import os
 import pathlib
-import signal
-import socket
 import statistics
 import subprocess
-import tempfile
 import time
+
+import daemon
 
 RUNS = 7
 
 
 def _median_ms(samples):
     return round(statistics.median(samples) * 1000.0, 3)
-
-
-def _start_until_ready(binary, preset, workdir):
-    notify_path = os.path.join(workdir, "notify.sock")
-    sock_path = os.path.join(workdir, "rtd.sock")
-    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    notify.bind(notify_path)
-    notify.settimeout(30)
-    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [binary, "--socket", sock_path, "--sim-preset", preset, "--log-level", "warn"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        while b"READY=1" not in notify.recv(4096):
-            pass
-        ready = time.perf_counter() - started
-    finally:
-        notify.close()
-        os.unlink(notify_path)
-    return process, sock_path, ready
 
 
 def run(build_dir: pathlib.Path) -> dict:
@@ -57,18 +34,13 @@ def run(build_dir: pathlib.Path) -> dict:
     for preset, key in (("dev", "dev"), ("trn2.48xlarge", "48xl")):
         ready, stop, ls = [], [], []
         for _ in range(RUNS):
-            with tempfile.TemporaryDirectory(prefix="nrtd-bench-") as workdir:
-                process, sock_path, ready_s = _start_until_ready(binary, preset, workdir)
-                ready.append(ready_s)
-                started = time.perf_counter()
-                subprocess.run([neuronctl, "--address", f"unix:{sock_path}", "ls", "--json"],
-                               check=True, stdout=subprocess.DEVNULL)
-                ls.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                process.send_signal(signal.SIGTERM)
-                if process.wait(timeout=30) != 0:
-                    raise RuntimeError(f"neuron-rtd ({preset}) did not exit cleanly")
-                stop.append(time.perf_counter() - started)
+            process, sock_path, workdir, ready_s = daemon.start(binary, preset)
+            ready.append(ready_s)
+            started = time.perf_counter()
+            subprocess.run([neuronctl, "--address", f"unix:{sock_path}", "ls", "--json"],
+                           check=True, stdout=subprocess.DEVNULL)
+            ls.append(time.perf_counter() - started)
+            stop.append(daemon.stop(process, workdir))
         figures[f"daemon_ready_{key}_ms"] = _median_ms(ready)
         figures[f"daemon_stop_{key}_ms"] = _median_ms(stop)
         figures[f"neuronctl_ls_{key}_ms"] = _median_ms(ls)

@@ -16,8 +16,9 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import daemon_startup  # noqa: E402
+import data_plane  # noqa: E402
 
-BENCHMARKS = [daemon_startup]
+BENCHMARKS = [daemon_startup, data_plane]
 
 
 def main() -> int:
