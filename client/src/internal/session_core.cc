@@ -1,5 +1,6 @@
 #include "src/internal/session_core.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,9 +15,11 @@
 namespace neuronrt::internal {
 namespace {
 
-// Busy-wait iterations before a waiter sleeps: a round trip through an idle
-// daemon takes a few microseconds, well worth a short spin.
-constexpr int kSpinIterations = 4000;
+// A waiter first spins (a round trip through an idle daemon takes about a
+// microsecond), then yields its core for a while (on a busy host the daemon
+// needs it to make progress), and only then sleeps on the futex.
+constexpr int kSpinIterations = 200;
+constexpr int kYieldIterations = 200;
 // A sleeping waiter looks at the daemon's liveness this often.
 constexpr absl::Duration kLivenessInterval = absl::Milliseconds(50);
 
@@ -264,10 +267,14 @@ absl::StatusOr<bool> StreamState::IsComplete(uint64_t value) const {
 }
 
 absl::Status StreamState::WaitFor(uint64_t value) const {
-  for (int spin = 0; spin < kSpinIterations; ++spin) {
+  for (int spin = 0; spin < kSpinIterations + kYieldIterations; ++spin) {
     if (LoadAcquire(slot_->completed) >= value) return absl::OkStatus();
     if (LoadAcquire(slot_->error_sequence) != 0) break;
-    CpuRelax();
+    if (spin < kSpinIterations) {
+      CpuRelax();
+    } else {
+      sched_yield();
+    }
   }
   while (true) {
     const uint32_t observed = LoadAcquire(slot_->wake);
