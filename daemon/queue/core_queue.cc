@@ -386,10 +386,9 @@ void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedR
 void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence,
                            int32_t nrt_status, uint16_t opcode, const std::string& op_name,
                            const std::string& message) {
-  const bool first = !stream.failed();
-  stream.Fail(sequence, nrt_status);
-  if (context == nullptr) return;
-  if (first) {
+  // The details are recorded before the failure is published: a client that
+  // sees the failure asks for them at once.
+  if (context != nullptr && !stream.failed()) {
     context->OnStreamError(StreamError{.stream_id = stream.id(),
                                        .sequence = sequence,
                                        .nrt_status = nrt_status,
@@ -397,7 +396,8 @@ void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t s
                                        .op_name = op_name,
                                        .message = message});
   }
-  context->OnCommandDone(stream, /*failed=*/true);
+  stream.Fail(sequence, nrt_status);
+  if (context != nullptr) context->OnCommandDone(stream, /*failed=*/true);
 }
 
 }  // namespace neuron::rtd::queue

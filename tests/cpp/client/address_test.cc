@@ -1,4 +1,5 @@
 #include "neuronrt/address.h"
+#include "neuronrt/session.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -88,6 +89,21 @@ TEST(AddressTest, FallsBackToThePerUserSocketWhenNoSocketExists) {
   absl::StatusOr<DaemonAddress> address = ResolveDaemonAddress();
   ASSERT_TRUE(address.ok());
   EXPECT_EQ(address->target, "unix:" + runtime_dir.Join("neuron-rtd.sock"));
+}
+
+}  // namespace
+}  // namespace neuronrt
+
+namespace neuronrt {
+namespace {
+
+TEST(CoreListTest, ParsesNeuronRtVisibleCoresSyntax) {
+  EXPECT_THAT(*ParseCoreList("3"), ::testing::ElementsAre(3));
+  EXPECT_THAT(*ParseCoreList("0-3"), ::testing::ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(*ParseCoreList("4,0-1,1"), ::testing::ElementsAre(0, 1, 4));
+  for (const char* bad : {"", "a", "3-1", "1-", "-2", "1,,2", "0-99999"}) {
+    EXPECT_EQ(ParseCoreList(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 }  // namespace

@@ -64,5 +64,27 @@ TEST(NeuronctlFormatTest, DevicesJsonCarriesEveryField) {
   EXPECT_EQ(device["connected_devices"], nlohmann::json({0, 2, 5, 13}));
 }
 
+TEST(NeuronctlFormatTest, SessionsTableAndJson) {
+  neuronrt::SessionInfo session;
+  session.session_id = 7;
+  session.owner = {.pid = 1234, .uid = 1000, .gid = 1000};
+  session.client_name = "train.py";
+  session.cores = {0, 1};
+  session.hbm_used_bytes = uint64_t{3} << 30;
+  session.stream_count = 2;
+  session.commands_completed = 99;
+  session.commands_failed = 1;
+  const std::string table = SessionsTable({session});
+  EXPECT_THAT(table, HasSubstr("SESSION"));
+  EXPECT_THAT(table, HasSubstr("train.py"));
+  EXPECT_THAT(table, HasSubstr("3 GiB"));
+  EXPECT_THAT(table, HasSubstr("0-1"));
+  const nlohmann::json json = SessionsJson({session});
+  EXPECT_EQ(json["sessions"][0]["pid"], 1234);
+  EXPECT_EQ(json["sessions"][0]["commands_completed"], 99);
+  EXPECT_EQ(json["sessions"][0]["hbm_used_bytes"], uint64_t{3} << 30);
+  EXPECT_EQ(SessionsJson({})["sessions"].size(), 0u);
+}
+
 }  // namespace
 }  // namespace neuronctl

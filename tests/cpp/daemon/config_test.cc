@@ -56,6 +56,33 @@ TEST(ConfigTest, ExampleConfigInDeployIsValid) {
   ASSERT_TRUE(config.ok()) << config.status();
 }
 
+TEST(ConfigTest, SessionLimits) {
+  absl::StatusOr<DaemonConfig> config = ParseConfig(R"(
+[session]
+max_hbm_bytes = 1073741824
+max_streams = 8
+max_ring_bytes = 65536
+staging_bytes = 8388608
+max_host_memory_bytes = 0
+attach_timeout_ms = 500
+max_sessions = 4
+)",
+                                                    "s.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->session.max_hbm_bytes, 1u << 30);
+  EXPECT_EQ(config->session.max_streams, 8u);
+  EXPECT_EQ(config->session.max_ring_bytes, 65536u);
+  EXPECT_EQ(config->session.staging_bytes, 8u << 20);
+  EXPECT_EQ(config->session.max_host_memory_bytes, 0u);
+  EXPECT_EQ(config->session.attach_timeout_ms, 500u);
+  EXPECT_EQ(config->session.max_sessions, 4u);
+  EXPECT_THAT(ParseConfig("[session]\nmax_streams = 0\n", "t.toml").status().message(),
+              AllOf(HasSubstr("t.toml:2"), HasSubstr("'session.max_streams'"),
+                    HasSubstr("between 1 and 4096")));
+  EXPECT_THAT(ParseConfig("[session]\nstaging_bytes = 1\n", "t.toml").status().message(),
+              HasSubstr("between 1048576"));
+}
+
 TEST(ConfigTest, UnknownKeyNamesKeyFileAndKnownKeys) {
   absl::StatusOr<DaemonConfig> config = ParseConfig("[server]\nsockt = \"/x\"\n", "/etc/a.toml");
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);

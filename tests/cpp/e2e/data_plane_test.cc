@@ -451,13 +451,16 @@ TEST_F(DataPlaneTest, MalformedRecordsAreRefusedAndTheDaemonKeepsServing) {
        [&](auto& s) { s.PublishTail(uint64_t{1} << 40); }, "not a record boundary"},
       {"record across the ring's end",
        [&](auto& s) {
-         auto filler = testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 1);
+         auto filler = testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 0);
+         uint64_t sequence = 0;
          for (uint64_t written = 0; written + 64 < s.capacity(); written += filler.size()) {
-           reinterpret_cast<neuron_rtd_record_header*>(filler.data())->sequence++;
+           reinterpret_cast<neuron_rtd_record_header*>(filler.data())->sequence = ++sequence;
            s.Write(filler);
          }
-         auto big = testing::MakeRecord(NEURON_RTD_OP_COPY, bytes(copy), 1000);
-         s.Write(big);
+         // Once the daemon has consumed the fillers, 64 bytes are left before
+         // the end of the ring: a 128-byte record there must have been padded.
+         ASSERT_FALSE(*s.WaitFailedOrCompleted(sequence));
+         s.Write(testing::MakeRecord(NEURON_RTD_OP_COPY, bytes(copy), sequence + 1));
        },
        "past the end of the ring"},
   };

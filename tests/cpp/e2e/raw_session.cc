@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -27,7 +28,10 @@ RawStream::~RawStream() { ::close(doorbell_); }
 
 void RawStream::Write(std::span<const uint8_t> bytes) {
   char* records = ring_->data() + header_->header_bytes;
-  std::memcpy(records + tail_ % capacity(), bytes.data(), bytes.size());
+  const uint64_t position = tail_ % capacity();
+  // Only what fits before the end of the ring is written: a record that
+  // does not fit is a test of the daemon's framing check.
+  std::memcpy(records + position, bytes.data(), std::min(bytes.size(), capacity() - position));
   PublishTail(tail_ + bytes.size());
 }
 

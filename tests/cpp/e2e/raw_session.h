@@ -26,8 +26,8 @@ class RawStream {
   uint64_t capacity() const { return header_->capacity_bytes; }
   neuron_rtd_ring_header& header() { return *header_; }
 
-  // Copies `bytes` to the ring at the current tail, publishes the tail and
-  // rings the doorbell.
+  // Copies `bytes` to the ring at the current tail (what fits before the
+  // ring's end), publishes the tail past all of it and rings the doorbell.
   void Write(std::span<const uint8_t> bytes);
   // Publishes an arbitrary tail (a lying producer).
   void PublishTail(uint64_t tail);
