@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -14,7 +15,8 @@
 namespace neuron::rtd::queue {
 namespace {
 
-// Records one stream may run before the worker turns to the next stream.
+// Records one session may run in a round before the worker turns to the
+// next session; its streams share them.
 constexpr int kRecordsPerTurn = 32;
 // How long an idle worker keeps polling the rings before it sleeps: long
 // enough to catch a client's next command without a doorbell syscall, short
@@ -74,7 +76,14 @@ void CoreQueue::Attach(std::shared_ptr<Stream> stream) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stream->doorbell_fd(), &event);
   {
     absl::MutexLock lock(&mutex_);
-    streams_.push_back(std::move(stream));
+    auto group = std::find_if(sessions_.begin(), sessions_.end(), [&](const auto& candidate) {
+      return candidate.session_id == stream->session_id();
+    });
+    if (group == sessions_.end()) {
+      sessions_.push_back(SessionStreams{.session_id = stream->session_id(), .streams = {}});
+      group = std::prev(sessions_.end());
+    }
+    group->streams.push_back(std::move(stream));
   }
   Wake();
 }
@@ -82,7 +91,10 @@ void CoreQueue::Attach(std::shared_ptr<Stream> stream) {
 void CoreQueue::Detach(const Stream& stream) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, stream.doorbell_fd(), nullptr);
   absl::MutexLock lock(&mutex_);
-  std::erase_if(streams_, [&](const auto& attached) { return attached.get() == &stream; });
+  for (SessionStreams& group : sessions_) {
+    std::erase_if(group.streams, [&](const auto& attached) { return attached.get() == &stream; });
+  }
+  std::erase_if(sessions_, [](const SessionStreams& group) { return group.streams.empty(); });
 }
 
 void CoreQueue::Wake() {
@@ -98,39 +110,49 @@ void CoreQueue::WakeIfWaiting() {
 
 void CoreQueue::WorkerLoop() {
   while (true) {
-    std::vector<std::shared_ptr<Stream>> streams;
+    std::vector<SessionStreams> sessions;
     {
       absl::MutexLock lock(&mutex_);
       if (stopping_) return;
-      streams = streams_;
+      sessions = sessions_;
     }
     bool progressed = false;
-    for (size_t i = 0; i < streams.size(); ++i) {
-      progressed |= Serve(streams[(next_stream_ + i) % streams.size()]);
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      const SessionStreams& group = sessions[(next_session_ + i) % sessions.size()];
+      const int budget =
+          std::max<int>(1, kRecordsPerTurn / static_cast<int>(group.streams.size()));
+      for (const auto& stream : group.streams) progressed |= Serve(stream, budget);
     }
-    if (!streams.empty()) next_stream_ = (next_stream_ + 1) % streams.size();
+    if (!sessions.empty()) next_session_ = (next_session_ + 1) % sessions.size();
     if (progressed) continue;
 
     const auto spin_until = std::chrono::steady_clock::now() + kIdleSpin;
     bool work = false;
-    while (!work && std::chrono::steady_clock::now() < spin_until) work = HasRunnableWork(streams);
-    if (!work) Sleep(streams);
+    while (!work && std::chrono::steady_clock::now() < spin_until) work = HasRunnableWork(sessions);
+    if (!work) Sleep(sessions);
   }
 }
 
-bool CoreQueue::HasRunnableWork(const std::vector<std::shared_ptr<Stream>>& streams) const {
-  for (const auto& stream : streams) {
-    if (stream->in_flight.load(std::memory_order_acquire)) continue;
-    if (stream->waiting.load(std::memory_order_acquire)) continue;
-    if (stream->LoadTail() != stream->head()) return true;
+bool CoreQueue::HasRunnableWork(const std::vector<SessionStreams>& sessions) const {
+  for (const SessionStreams& group : sessions) {
+    for (const auto& stream : group.streams) {
+      if (stream->in_flight.load(std::memory_order_acquire)) continue;
+      if (stream->waiting.load(std::memory_order_acquire)) continue;
+      if (stream->LoadTail() != stream->head()) return true;
+    }
   }
   return false;
 }
 
-void CoreQueue::Sleep(const std::vector<std::shared_ptr<Stream>>& streams) {
-  for (const auto& stream : streams) stream->SetConsumerSleeping(true);
+void CoreQueue::Sleep(const std::vector<SessionStreams>& sessions) {
+  auto set_sleeping = [&](bool sleeping) {
+    for (const SessionStreams& group : sessions) {
+      for (const auto& stream : group.streams) stream->SetConsumerSleeping(sleeping);
+    }
+  };
+  set_sleeping(true);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (!HasRunnableWork(streams)) {
+  if (!HasRunnableWork(sessions)) {
     epoll_event events[16];
     int ready;
     do {
@@ -138,17 +160,17 @@ void CoreQueue::Sleep(const std::vector<std::shared_ptr<Stream>>& streams) {
     } while (ready < 0 && errno == EINTR);
     for (int i = 0; i < ready; ++i) DrainEventFd(events[i].data.fd);
   }
-  for (const auto& stream : streams) stream->SetConsumerSleeping(false);
+  set_sleeping(false);
 }
 
-bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream) {
+bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
   if (stream->in_flight.load(std::memory_order_acquire)) return false;
   std::shared_ptr<ExecutionContext> context = stream->context();
   if (context == nullptr) return false;
   const uint64_t capacity = stream->ring().size() - kRingHeaderBytes;
   const char* records = stream->ring().data() + kRingHeaderBytes;
   bool progressed = false;
-  for (int turn = 0; turn < kRecordsPerTurn; ++turn) {
+  for (int turn = 0; turn < budget; ++turn) {
     const uint64_t head = stream->head();
     const uint64_t tail = stream->LoadTail();
     if (tail == head) break;

@@ -1,7 +1,7 @@
 // The hardware queue of one logical NeuronCore: a worker thread that serves
-// every stream on the core, from every session, round-robin (order kept
-// inside a stream, none between streams), and a DMA engine thread so that
-// copies overlap compute.
+// every stream on the core, from every session (sessions take turns with
+// equal budgets; order is kept inside a stream, none between streams), and
+// a DMA engine thread so that copies overlap compute.
 #ifndef NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
 #define NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
 
@@ -55,10 +55,17 @@ class CoreQueue {
 
   void WorkerLoop();
   void DmaLoop();
-  // Serves up to a budget of records of one stream; true when it made progress.
-  bool Serve(const std::shared_ptr<Stream>& stream);
-  bool HasRunnableWork(const std::vector<std::shared_ptr<Stream>>& streams) const;
-  void Sleep(const std::vector<std::shared_ptr<Stream>>& streams);
+  // The streams of one session on this core. Sessions take turns, each
+  // with the same budget of records a round, shared by its streams.
+  struct SessionStreams {
+    uint64_t session_id = 0;
+    std::vector<std::shared_ptr<Stream>> streams;
+  };
+
+  // Serves up to `budget` records of one stream; true when it made progress.
+  bool Serve(const std::shared_ptr<Stream>& stream, int budget);
+  bool HasRunnableWork(const std::vector<SessionStreams>& sessions) const;
+  void Sleep(const std::vector<SessionStreams>& sessions);
   enum class Outcome {
     kDone,        // the record ran; the stream may go on
     kDispatched,  // a copy went to the DMA engine; the stream waits for it
@@ -79,14 +86,14 @@ class CoreQueue {
   const int wake_fd_;
 
   absl::Mutex mutex_;
-  std::vector<std::shared_ptr<Stream>> streams_ ABSL_GUARDED_BY(mutex_);
+  std::vector<SessionStreams> sessions_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   std::deque<DmaJob> dma_jobs_ ABSL_GUARDED_BY(mutex_);
   absl::CondVar dma_ready_;
 
   std::atomic<int> waiting_streams_{0};
   std::atomic<uint64_t> commands_executed_{0};
-  size_t next_stream_ = 0;  // worker only: round-robin start
+  size_t next_session_ = 0;  // worker only: round-robin start
   std::vector<uint8_t> record_buffer_;  // worker only
   std::thread worker_;
   std::thread dma_;

@@ -20,10 +20,12 @@ uint64_t InitializeRing(session::SharedRegion& ring, uint64_t stream_id) {
   return header->capacity_bytes;
 }
 
-Stream::Stream(uint64_t id, uint32_t core, std::unique_ptr<session::SharedRegion> ring,
-               int doorbell_fd, neuron_rtd_completion_slot* slot,
-               std::shared_ptr<void> slot_keep_alive, std::weak_ptr<ExecutionContext> context)
+Stream::Stream(uint64_t id, uint64_t session_id, uint32_t core,
+               std::unique_ptr<session::SharedRegion> ring, int doorbell_fd,
+               neuron_rtd_completion_slot* slot, std::shared_ptr<void> slot_keep_alive,
+               std::weak_ptr<ExecutionContext> context)
     : id_(id),
+      session_id_(session_id),
       core_(core),
       ring_(std::move(ring)),
       header_(reinterpret_cast<neuron_rtd_ring_header*>(ring_->data())),

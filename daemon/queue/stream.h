@@ -20,7 +20,8 @@ namespace neuron::rtd::queue {
 // Lifetime: owned by its session and, while attached, by its core's queue.
 class Stream {
  public:
-  Stream(uint64_t id, uint32_t core, std::unique_ptr<session::SharedRegion> ring, int doorbell_fd,
+  Stream(uint64_t id, uint64_t session_id, uint32_t core,
+         std::unique_ptr<session::SharedRegion> ring, int doorbell_fd,
          neuron_rtd_completion_slot* slot, std::shared_ptr<void> slot_keep_alive,
          std::weak_ptr<ExecutionContext> context);
   Stream(const Stream&) = delete;
@@ -28,6 +29,7 @@ class Stream {
   ~Stream();
 
   uint64_t id() const { return id_; }
+  uint64_t session_id() const { return session_id_; }
   uint32_t core() const { return core_; }
   const session::SharedRegion& ring() const { return *ring_; }
   int doorbell_fd() const { return doorbell_fd_; }
@@ -58,6 +60,7 @@ class Stream {
   void WakeWaiters();
 
   const uint64_t id_;
+  const uint64_t session_id_;
   const uint32_t core_;
   const std::unique_ptr<session::SharedRegion> ring_;
   neuron_rtd_ring_header* const header_;

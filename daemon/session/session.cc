@@ -215,7 +215,7 @@ absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_
   }
   neuron_rtd_completion_slot* completion = Slot(*completion_page_, slot);
   *completion = neuron_rtd_completion_slot{};
-  auto stream = std::make_shared<queue::Stream>(stream_id, core, *std::move(ring), doorbell,
+  auto stream = std::make_shared<queue::Stream>(stream_id, id_, core, *std::move(ring), doorbell,
                                                 completion, completion_page_, weak_from_this());
   if (absl::Status sent = SendRegion(stream->ring(), doorbell); !sent.ok()) {
     release_slot();

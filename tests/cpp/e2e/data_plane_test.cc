@@ -314,6 +314,31 @@ TEST_F(DataPlaneTest, ManyThreadsSubmitAtOnce) {
   EXPECT_TRUE(shared_stream->Synchronize().ok());
 }
 
+TEST_F(DataPlaneTest, ABusySessionDoesNotStarveAnotherOnTheSameCore) {
+  auto busy = Open("busy");
+  auto quiet = Open("quiet");
+  auto busy_buffer = *busy->Allocate(0, kMiB);
+  auto quiet_buffer = *quiet->Allocate(0, kMiB);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> flooders;
+  for (int i = 0; i < 4; ++i) {
+    flooders.emplace_back([&] {
+      auto stream = *busy->CreateStream(0);
+      while (!stop.load()) {
+        if (!stream->Fill(busy_buffer.device_address, 4096, 1, 1).ok()) return;
+      }
+      EXPECT_TRUE(stream->Synchronize().ok());
+    });
+  }
+  auto stream = *quiet->CreateStream(0);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(stream->Fill(quiet_buffer.device_address, 64, i, 1).ok());
+    ASSERT_TRUE(stream->Synchronize().ok());
+  }
+  stop = true;
+  for (auto& flooder : flooders) flooder.join();
+}
+
 TEST_F(DataPlaneTest, TwoProcessesShareACore) {
   std::vector<std::unique_ptr<testing::Subprocess>> probes;
   for (int i = 0; i < 2; ++i) {
