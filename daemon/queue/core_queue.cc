@@ -121,7 +121,14 @@ void CoreQueue::WorkerLoop() {
       const SessionStreams& group = sessions[(next_session_ + i) % sessions.size()];
       const int budget =
           std::max<int>(1, kRecordsPerTurn / static_cast<int>(group.streams.size()));
-      for (const auto& stream : group.streams) progressed |= Serve(stream, budget);
+      for (const auto& stream : group.streams) {
+        progressed |= Serve(stream, budget);
+        if (stream->retiring.load(std::memory_order_acquire) &&
+            !stream->in_flight.load(std::memory_order_acquire) &&
+            (stream->LoadTail() == stream->head() || stream->failed())) {
+          Detach(*stream);
+        }
+      }
     }
     if (!sessions.empty()) next_session_ = (next_session_ + 1) % sessions.size();
     if (progressed) continue;

@@ -55,6 +55,9 @@ class Stream {
   std::atomic<bool> in_flight{false};
   // The stream stopped at a WAIT on another timeline.
   std::atomic<bool> waiting{false};
+  // Destroyed by its client: the queue runs what was submitted, then lets
+  // the stream go (as cudaStreamDestroy does).
+  std::atomic<bool> retiring{false};
 
  private:
   void WakeWaiters();

@@ -242,9 +242,13 @@ absl::Status Session::DestroyStream(uint64_t stream_id) {
     }
     stream = std::move(it->second);
     streams_.erase(it);
+    std::erase_if(retiring_, [](const auto& entry) { return entry.second.expired(); });
+    retiring_.emplace(stream_id, stream);
   }
+  // The queue finishes what the client submitted, then lets the stream go.
+  stream->retiring.store(true, std::memory_order_release);
   absl::StatusOr<queue::CoreQueue*> queue = scheduler_.Queue(stream->core());
-  if (queue.ok()) (*queue)->Detach(*stream);
+  if (queue.ok()) (*queue)->Wake();
   return absl::OkStatus();
 }
 
@@ -309,6 +313,10 @@ void Session::Close(int32_t nrt_status, const std::string& reason) {
   {
     absl::MutexLock lock(&mutex_);
     streams.swap(streams_);
+    for (auto& [id, weak] : retiring_) {
+      if (std::shared_ptr<queue::Stream> retiring = weak.lock()) streams.emplace(id, retiring);
+    }
+    retiring_.clear();
     host_memory.swap(host_memory_);
     host_memory_bytes_ = 0;
     data_fd = data_fd_;
@@ -368,8 +376,9 @@ absl::StatusOr<queue::HostSpan> Session::ResolveHostMemory(uint64_t host_memory_
 
 std::shared_ptr<queue::Stream> Session::FindStream(uint64_t stream_id) {
   absl::MutexLock lock(&mutex_);
-  auto it = streams_.find(stream_id);
-  return it == streams_.end() ? nullptr : it->second;
+  if (auto it = streams_.find(stream_id); it != streams_.end()) return it->second;
+  if (auto it = retiring_.find(stream_id); it != retiring_.end()) return it->second.lock();
+  return nullptr;
 }
 
 void Session::OnCommandDone(const queue::Stream&, bool failed) {

@@ -79,6 +79,7 @@ class Session final : public queue::ExecutionContext,
   // Creates a stream on `core` whose ring holds `ring_bytes` (rounded up to a
   // power of two), sends its ring to the client and starts serving it.
   absl::StatusOr<StreamRegion> CreateStream(uint32_t core, uint64_t ring_bytes);
+  // Commands already submitted still run; the stream goes once they have.
   absl::Status DestroyStream(uint64_t stream_id);
   absl::StatusOr<std::shared_ptr<SharedRegion>> RegisterHostMemory(uint64_t size);
   absl::Status UnregisterHostMemory(uint64_t host_memory_id);
@@ -124,6 +125,8 @@ class Session final : public queue::ExecutionContext,
   int data_fd_ ABSL_GUARDED_BY(mutex_) = -1;
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
   std::map<uint64_t, std::shared_ptr<queue::Stream>> streams_ ABSL_GUARDED_BY(mutex_);
+  // Destroyed streams that their queue still serves: others may wait on them.
+  std::map<uint64_t, std::weak_ptr<queue::Stream>> retiring_ ABSL_GUARDED_BY(mutex_);
   // A completion slot is free once its last stream object is gone (a copy on
   // the DMA engine may still publish to it after DestroyStream).
   enum class SlotState : uint8_t { kFree, kReserved, kAssigned };

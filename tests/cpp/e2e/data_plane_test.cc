@@ -564,6 +564,44 @@ TEST_F(DataPlaneTest, DaemonDeathEndsWaitsWithAnError) {
   EXPECT_THAT(after.message(), HasSubstr("went away"));
 }
 
+TEST_F(DataPlaneTest, ADestroyedStreamFinishesWhatWasSubmitted) {
+  auto session = Open();
+  auto buffer = *session->Allocate(0, 32 * kMiB);
+  auto reader = *session->CreateStream(0);
+  std::vector<uint8_t> data = Pattern(32 * kMiB, 4);
+  {
+    auto writer = *session->CreateStream(1);
+    ASSERT_TRUE(writer->CopyToDevice(buffer.device_address, data.data(), data.size()).ok());
+    ASSERT_TRUE(reader->Wait(*writer->Record()).ok());
+  }
+  std::vector<uint8_t> back(data.size());
+  ASSERT_TRUE(reader->CopyToHost(back.data(), buffer.device_address, back.size()).ok());
+  EXPECT_EQ(back, data);
+}
+
+TEST_F(DataPlaneTest, SessionQuotasComeFromTheConfig) {
+  const std::string config = dir_.WriteFile(
+      "rtd.toml",
+      "[session]\nmax_hbm_bytes = 2097152\nmax_streams = 2\nmax_ring_bytes = 65536\n"
+      "max_host_memory_bytes = 1048576\n");
+  StartDaemon({"--config", config});
+  auto session = *neuronrt::Session::Open({.client = {.address = address()}, .ring_bytes = 4096});
+  ASSERT_TRUE(session->Allocate(0, kMiB).ok());
+  auto over = session->Allocate(0, 2 * kMiB);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(over.status().message(), HasSubstr("HBM quota"));
+  auto first = session->CreateStream(0);
+  auto second = session->CreateStream(1);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_THAT(session->CreateStream(0).status().message(), HasSubstr("has 2 streams, its limit"));
+  EXPECT_EQ(session->AllocateHost(2 * kMiB).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  auto big_ring = neuronrt::Session::Open(
+      {.client = {.address = address()}, .ring_bytes = 1 << 20});
+  ASSERT_TRUE(big_ring.ok());
+  EXPECT_THAT((*big_ring)->CreateStream(0).status().message(), HasSubstr("exceeds session"));
+}
+
 TEST_F(DataPlaneTest, UnattachedSessionsExpire) {
   const std::string config = dir_.WriteFile("rtd.toml", "[session]\nattach_timeout_ms = 200\n");
   StartDaemon({"--config", config});
