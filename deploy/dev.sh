@@ -23,7 +23,7 @@ APT_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
-  libsystemd-dev libgtest-dev libgmock-dev
+  libsystemd-dev libgtest-dev libgmock-dev libxxhash-dev
 )
 PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy)
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "neuron/rtd/abi/command_ring.h"
+#include "neuron/rtd/content_hash.h"
 #include "src/internal/session_core.h"
 
 namespace neuronrt {
@@ -311,6 +312,49 @@ absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core) {
                                              std::move(ring->region), ring->extra_fd,
                                              response.completion_slot());
   return std::make_shared<Stream>(std::move(state));
+}
+
+absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::string_view name) {
+  const std::string hash = neuron::rtd::ContentHash(body);
+  {
+    v1::LookupExecutableRequest request;
+    request.set_session_id(core_->id());
+    request.set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
+    request.set_content_hash(hash);
+    v1::LookupExecutableResponse response;
+    grpc::ClientContext context;
+    core_->client().PrepareContext(context);
+    grpc::Status status = core_->client().runtime().LookupExecutable(&context, request, &response);
+    if (!status.ok()) {
+      return internal::FromGrpc(status, core_->client().address(), "LookupExecutable");
+    }
+    if (response.found()) return response.executable_id();
+  }
+  constexpr size_t kChunkBytes = 1 << 20;
+  grpc::ClientContext context;
+  core_->client().PrepareContext(context);
+  v1::LoadExecutableResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::LoadExecutableChunk>> writer =
+      core_->client().runtime().LoadExecutable(&context, &response);
+  v1::LoadExecutableChunk chunk;
+  v1::LoadExecutableChunk::Header* header = chunk.mutable_header();
+  header->set_session_id(core_->id());
+  header->set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
+  header->set_content_hash(hash);
+  header->set_total_bytes(body.size());
+  header->set_name(std::string(name));
+  size_t sent = 0;
+  do {
+    const size_t size = std::min(kChunkBytes, body.size() - sent);
+    chunk.set_data(std::string(body.substr(sent, size)));
+    if (!writer->Write(chunk)) break;
+    chunk.clear_header();
+    sent += size;
+  } while (sent < body.size());
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) return internal::FromGrpc(status, core_->client().address(), "LoadExecutable");
+  return response.executable_id();
 }
 
 absl::Status Session::Close() { return core_->MarkClosed(); }

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "daemon/hal/device_info.h"
+#include "daemon/hal/eager_op.h"
 
 namespace neuron::rtd::hal {
 
@@ -57,6 +58,11 @@ class Device {
                             uint32_t pattern_bytes) = 0;
   // Runs a built-in kernel (NEURON_RTD_EXEC_BUILTIN_*) on device buffers.
   virtual absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
+                                  std::span<const uint8_t> scalars) = 0;
+  // Runs one operator on tensors at `addresses` (each covering its layout's
+  // extent, checked by the caller) with per-call `scalars`. The operator's
+  // own errors (a shape mismatch, an unknown operator) come back as status.
+  virtual absl::Status RunEagerOp(const EagerOpPlan& plan, std::span<const uint64_t> addresses,
                                   std::span<const uint8_t> scalars) = 0;
 };
 

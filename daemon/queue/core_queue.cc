@@ -46,9 +46,11 @@ int32_t StatusFor(const absl::Status& status) {
 
 }  // namespace
 
-CoreQueue::CoreQueue(uint32_t core, hal::Device& device)
+CoreQueue::CoreQueue(uint32_t core, hal::Device& device,
+                     const exec::ExecutableCache& executables)
     : core_(core),
       device_(device),
+      executables_(executables),
       epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
       wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   epoll_event event{.events = EPOLLIN, .data = {.fd = wake_fd_}};
@@ -276,41 +278,8 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
       return Outcome::kDone;
     }
     case NEURON_RTD_OP_LAUNCH: {
-      auto& launch = std::get<LaunchCommand>(record.command);
       stream->Consume(header.length, header.sequence);
-      absl::Status status;
-      if (launch.executable_id != NEURON_RTD_EXEC_BUILTIN_ADD_F32) {
-        status = absl::NotFoundError(
-            absl::StrFormat("no executable %d is loaded", launch.executable_id));
-      } else if (launch.arguments.size() != 3 || launch.scalars.size() != sizeof(uint64_t)) {
-        status = absl::InvalidArgumentError(
-            "builtin add_f32 takes 3 arguments and an 8-byte element count");
-      } else {
-        uint64_t count;
-        std::memcpy(&count, launch.scalars.data(), sizeof(count));
-        std::vector<memory::SegmentRef> held;
-        for (uint64_t address : launch.arguments) {
-          if (count > UINT64_MAX / sizeof(float)) {
-            status = absl::InvalidArgumentError("element count overflows");
-            break;
-          }
-          absl::StatusOr<DeviceSpan> span = context.ResolveDevice(address, count * sizeof(float));
-          if (!span.ok()) {
-            status = span.status();
-            break;
-          }
-          if (span->device != &device_) {
-            status = absl::InvalidArgumentError(absl::StrFormat(
-                "argument 0x%x lives on device %d; core %d is on device %d", address,
-                span->device->info().index, core_, device_.info().index));
-            break;
-          }
-          held.push_back(std::move(span->segment));
-        }
-        if (status.ok()) status = device_.RunBuiltin(launch.executable_id, launch.arguments,
-                                                     launch.scalars);
-      }
-      Finish(*stream, context, record, status);
+      Finish(*stream, context, record, Launch(context, std::get<LaunchCommand>(record.command)));
       return Outcome::kDone;
     }
     case NEURON_RTD_OP_COPY: {
@@ -332,6 +301,64 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
                                                       OpcodeName(header.opcode))));
       return Outcome::kDone;
   }
+}
+
+absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& launch) {
+  // Every device buffer the kernel touches, held until it has finished.
+  std::vector<memory::SegmentRef> held;
+  auto check = [&](uint64_t address, uint64_t length) -> absl::Status {
+    absl::StatusOr<DeviceSpan> span = context.ResolveDevice(address, length);
+    if (!span.ok()) return span.status();
+    if (span->device != &device_) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "argument 0x%x lives on device %d; core %d is on device %d", address,
+          span->device->info().index, core_, device_.info().index));
+    }
+    held.push_back(std::move(span->segment));
+    return absl::OkStatus();
+  };
+  if (launch.executable_id == NEURON_RTD_EXEC_BUILTIN_ADD_F32) {
+    if (launch.arguments.size() != 3 || launch.scalars.size() != sizeof(uint64_t)) {
+      return absl::InvalidArgumentError(
+          "builtin add_f32 takes 3 arguments and an 8-byte element count");
+    }
+    uint64_t count;
+    std::memcpy(&count, launch.scalars.data(), sizeof(count));
+    if (count > UINT64_MAX / sizeof(float)) {
+      return absl::InvalidArgumentError("element count overflows");
+    }
+    for (uint64_t address : launch.arguments) {
+      if (absl::Status status = check(address, count * sizeof(float)); !status.ok()) return status;
+    }
+    return device_.RunBuiltin(launch.executable_id, launch.arguments, launch.scalars);
+  }
+  std::shared_ptr<const exec::Executable> executable = executables_.Find(launch.executable_id);
+  if (executable == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("no executable %d is loaded", launch.executable_id));
+  }
+  if (launch.arguments.size() < executable->address_count) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "executable %d (%s) takes %d addresses; the launch gave %d", executable->id,
+        executable->plan.name, executable->address_count, launch.arguments.size()));
+  }
+  auto check_layout = [&](const hal::TensorLayout& layout) -> absl::Status {
+    const uint64_t extent = hal::TensorExtentBytes(layout);
+    if (extent == 0) return absl::OkStatus();
+    return check(launch.arguments[layout.address_index], extent);
+  };
+  for (const hal::OpValue& argument : executable->plan.arguments) {
+    if (const auto* layout = std::get_if<hal::TensorLayout>(&argument)) {
+      if (absl::Status status = check_layout(*layout); !status.ok()) return status;
+    } else if (const auto* layouts = std::get_if<std::vector<hal::TensorLayout>>(&argument)) {
+      for (const hal::TensorLayout& each : *layouts) {
+        if (absl::Status status = check_layout(each); !status.ok()) return status;
+      }
+    }
+  }
+  for (const hal::TensorLayout& output : executable->plan.outputs) {
+    if (absl::Status status = check_layout(output); !status.ok()) return status;
+  }
+  return device_.RunEagerOp(executable->plan, launch.arguments, launch.scalars);
 }
 
 absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,

@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/queue/record_decoder.h"
 #include "daemon/queue/stream.h"
@@ -22,10 +23,11 @@
 namespace neuron::rtd::queue {
 
 // Thread-safety: Attach, Detach and Wake may be called from any thread.
-// Lifetime: the device outlives the queue; the destructor stops the threads.
+// Lifetime: the device and the executables outlive the queue; the destructor
+// stops the threads.
 class CoreQueue {
  public:
-  CoreQueue(uint32_t core, hal::Device& device);
+  CoreQueue(uint32_t core, hal::Device& device, const exec::ExecutableCache& executables);
   CoreQueue(const CoreQueue&) = delete;
   CoreQueue& operator=(const CoreQueue&) = delete;
   ~CoreQueue();
@@ -80,8 +82,11 @@ class CoreQueue {
   void FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence, int32_t nrt_status,
                   uint16_t opcode, const std::string& op_name, const std::string& message);
 
+  absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch);
+
   const uint32_t core_;
   hal::Device& device_;
+  const exec::ExecutableCache& executables_;
   const int epoll_fd_;
   const int wake_fd_;
 

@@ -20,7 +20,7 @@ absl::StatusOr<CoreQueue*> Scheduler::Queue(uint32_t core) {
   if (!device.ok()) return device.status();
   absl::MutexLock lock(&mutex_);
   std::unique_ptr<CoreQueue>& queue = queues_[core];
-  if (queue == nullptr) queue = std::make_unique<CoreQueue>(core, **device);
+  if (queue == nullptr) queue = std::make_unique<CoreQueue>(core, **device, executables_);
   return queue.get();
 }
 

@@ -10,16 +10,19 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/queue/core_queue.h"
 
 namespace neuron::rtd::queue {
 
 // Thread-safety: every method may be called from any thread.
-// Lifetime: the backend outlives the scheduler; queues live as long as it.
+// Lifetime: the backend and the executables outlive the scheduler; queues
+// live as long as it.
 class Scheduler {
  public:
-  explicit Scheduler(hal::Backend& backend) : backend_(backend) {}
+  Scheduler(hal::Backend& backend, const exec::ExecutableCache& executables)
+      : backend_(backend), executables_(executables) {}
 
   // The device that holds host-wide logical core `core`; NOT_FOUND when the
   // host has no such core.
@@ -40,6 +43,7 @@ class Scheduler {
 
  private:
   hal::Backend& backend_;
+  const exec::ExecutableCache& executables_;
   mutable absl::Mutex mutex_;
   std::map<uint32_t, std::unique_ptr<CoreQueue>> queues_ ABSL_GUARDED_BY(mutex_);
 };

@@ -69,3 +69,17 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* context,
 }
 
 }  // namespace neuron::rtd
+
+namespace neuron::rtd {
+
+grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*, const v1::GetCacheInfoRequest*,
+                                        v1::GetCacheInfoResponse* response) {
+  const exec::CacheStats stats = executables_.stats();
+  response->set_entries(stats.entries);
+  response->set_memory_bytes(stats.memory_bytes);
+  response->set_hits(stats.hits);
+  response->set_misses(stats.misses);
+  return grpc::Status::OK;
+}
+
+}  // namespace neuron::rtd

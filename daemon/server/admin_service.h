@@ -3,6 +3,7 @@
 #ifndef NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
 #define NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
 
+#include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
 #include "daemon/session/session_manager.h"
@@ -17,9 +18,14 @@ namespace neuron::rtd {
 class AdminService final : public v1::Admin::Service {
  public:
   AdminService(const hal::Backend& backend, const memory::MemoryManager& memory,
-               session::SessionManager& sessions, const PeerRegistry& peers,
-               const DaemonStatus& status)
-      : backend_(backend), memory_(memory), sessions_(sessions), peers_(peers), status_(status) {}
+               const exec::ExecutableCache& executables, session::SessionManager& sessions,
+               const PeerRegistry& peers, const DaemonStatus& status)
+      : backend_(backend),
+        memory_(memory),
+        executables_(executables),
+        sessions_(sessions),
+        peers_(peers),
+        status_(status) {}
 
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
                       v1::HealthResponse* response) override;
@@ -29,10 +35,13 @@ class AdminService final : public v1::Admin::Service {
                             v1::ListSessionsResponse* response) override;
   grpc::Status KillSession(grpc::ServerContext* context, const v1::KillSessionRequest* request,
                            v1::KillSessionResponse* response) override;
+  grpc::Status GetCacheInfo(grpc::ServerContext* context, const v1::GetCacheInfoRequest* request,
+                            v1::GetCacheInfoResponse* response) override;
 
  private:
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
+  const exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
   const PeerRegistry& peers_;
   const DaemonStatus& status_;

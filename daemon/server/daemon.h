@@ -12,6 +12,7 @@
 #include "daemon/common/os_sys_calls.h"
 #include "daemon/config/config.h"
 #include "daemon/hal/device.h"
+#include "daemon/exec/executable_cache.h"
 #include "daemon/memory/memory_manager.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/server/admin_service.h"
@@ -55,6 +56,7 @@ class Daemon {
   // queues (whose copies may still hold segments), then memory, then devices.
   std::unique_ptr<hal::Backend> backend_;
   memory::MemoryManager memory_;
+  exec::ExecutableCache executables_;
   queue::Scheduler scheduler_;
   session::SessionManager sessions_;
   std::unique_ptr<UnixSocketListener> listener_;

@@ -162,6 +162,62 @@ grpc::Status RuntimeService::UnregisterHostMemory(grpc::ServerContext* context,
   return ToGrpc((*session)->UnregisterHostMemory(request->host_memory_id()));
 }
 
+grpc::Status RuntimeService::LookupExecutable(grpc::ServerContext* context,
+                                              const v1::LookupExecutableRequest* request,
+                                              v1::LookupExecutableResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  std::shared_ptr<const exec::Executable> executable =
+      executables_.Lookup(request->content_hash());
+  response->set_found(executable != nullptr);
+  if (executable) response->set_executable_id(executable->id);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
+                                            grpc::ServerReader<v1::LoadExecutableChunk>* reader,
+                                            v1::LoadExecutableResponse* response) {
+  // Bound on one executable's body, whatever the client announces.
+  constexpr uint64_t kMaxExecutableBytes = 256ull << 20;
+  v1::LoadExecutableChunk chunk;
+  if (!reader->Read(&chunk) || !chunk.has_header()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "LoadExecutable: the first chunk must carry the header");
+  }
+  const v1::LoadExecutableChunk::Header header = chunk.header();
+  auto session = CallerSession(context, header.session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  if (header.kind() != v1::EXECUTABLE_KIND_EAGER_OP) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        absl::StrFormat("executables of kind %s are not supported yet",
+                                        v1::ExecutableKind_Name(header.kind())));
+  }
+  if (header.total_bytes() > kMaxExecutableBytes) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrFormat("executable of %d bytes exceeds %d", header.total_bytes(),
+                                        kMaxExecutableBytes));
+  }
+  std::string body = chunk.data();
+  while (body.size() <= header.total_bytes() && reader->Read(&chunk)) {
+    if (chunk.has_header()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "LoadExecutable: only the first chunk carries a header");
+    }
+    body += chunk.data();
+  }
+  if (body.size() != header.total_bytes()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrFormat("LoadExecutable: received %d bytes, the header announced %d",
+                                        body.size(), header.total_bytes()));
+  }
+  absl::StatusOr<exec::LoadResult> loaded =
+      executables_.Load(header.content_hash(), header.name(), body);
+  if (!loaded.ok()) return ToGrpc(loaded.status());
+  response->set_executable_id(loaded->executable->id);
+  response->set_cache_hit(loaded->cache_hit);
+  return grpc::Status::OK;
+}
+
 grpc::Status RuntimeService::GetStreamErrors(grpc::ServerContext* context,
                                              const v1::GetStreamErrorsRequest* request,
                                              v1::GetStreamErrorsResponse* response) {

@@ -1,11 +1,12 @@
-// neuron.rtd.v1.Runtime. Executables and collectives land with their
-// components; until then those methods answer UNIMPLEMENTED
+// neuron.rtd.v1.Runtime. Graph executables, UnloadExecutable and collectives
+// land with their components; until then those methods answer UNIMPLEMENTED
 // (UnimplementedMessageInterceptor names them).
 #ifndef NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 #define NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 
 #include <string>
 
+#include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
 #include "daemon/server/peer_credentials.h"
@@ -19,10 +20,11 @@ namespace neuron::rtd {
 class RuntimeService final : public v1::Runtime::Service {
  public:
   RuntimeService(const hal::Backend& backend, const memory::MemoryManager& memory,
-                 session::SessionManager& sessions, const PeerRegistry& peers,
-                 std::string data_plane_address)
+                 exec::ExecutableCache& executables, session::SessionManager& sessions,
+                 const PeerRegistry& peers, std::string data_plane_address)
       : backend_(backend),
         memory_(memory),
+        executables_(executables),
         sessions_(sessions),
         peers_(peers),
         data_plane_address_(std::move(data_plane_address)) {}
@@ -50,6 +52,12 @@ class RuntimeService final : public v1::Runtime::Service {
   grpc::Status UnregisterHostMemory(grpc::ServerContext* context,
                                     const v1::UnregisterHostMemoryRequest* request,
                                     v1::UnregisterHostMemoryResponse* response) override;
+  grpc::Status LookupExecutable(grpc::ServerContext* context,
+                                const v1::LookupExecutableRequest* request,
+                                v1::LookupExecutableResponse* response) override;
+  grpc::Status LoadExecutable(grpc::ServerContext* context,
+                              grpc::ServerReader<v1::LoadExecutableChunk>* reader,
+                              v1::LoadExecutableResponse* response) override;
   grpc::Status GetStreamErrors(grpc::ServerContext* context,
                                const v1::GetStreamErrorsRequest* request,
                                v1::GetStreamErrorsResponse* response) override;
@@ -62,6 +70,7 @@ class RuntimeService final : public v1::Runtime::Service {
 
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
+  exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
   const PeerRegistry& peers_;
   const std::string data_plane_address_;

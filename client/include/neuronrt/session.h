@@ -149,6 +149,11 @@ class Session {
   absl::StatusOr<std::shared_ptr<HostBuffer>> AllocateHost(uint64_t bytes);
   absl::StatusOr<std::shared_ptr<Stream>> CreateStream(uint32_t core);
 
+  // Loads an eager-op executable (a serialized neuron.rtd.v1.ExecutableBody)
+  // into the daemon, once per host: when any process already loaded the same
+  // content, only its hash travels. The id is what Stream::Launch takes.
+  absl::StatusOr<uint64_t> LoadExecutable(std::string_view body, std::string_view name = {});
+
   // Ends the session; commands still queued are dropped.
   absl::Status Close();
 

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "absl/status/status.h"
+#include "daemon/hal/eager_op.h"
 #include "daemon/hal/sim/hbm_arena.h"
 
 namespace neuron::rtd::hal::sim {
@@ -15,6 +16,10 @@ namespace neuron::rtd::hal::sim {
 // element count.
 absl::Status RunAddF32(HbmArena& arena, std::span<const uint64_t> arguments,
                        std::span<const uint8_t> scalars);
+
+// An eager op through the ATen dispatcher, on CPU tensors that wrap HBM.
+absl::Status RunAtenOp(HbmArena& arena, const EagerOpPlan& plan,
+                       std::span<const uint64_t> addresses, std::span<const uint8_t> scalars);
 
 }  // namespace neuron::rtd::hal::sim
 

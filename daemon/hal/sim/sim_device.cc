@@ -71,4 +71,9 @@ absl::Status SimDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
   }
 }
 
+absl::Status SimDevice::RunEagerOp(const EagerOpPlan& plan, std::span<const uint64_t> addresses,
+                                   std::span<const uint8_t> scalars) {
+  return RunAtenOp(*arena_, plan, addresses, scalars);
+}
+
 }  // namespace neuron::rtd::hal::sim

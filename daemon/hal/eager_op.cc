@@ -1,0 +1,35 @@
+#include "daemon/hal/eager_op.h"
+
+namespace neuron::rtd::hal {
+
+uint32_t ElementBytes(int32_t dtype) {
+  switch (dtype) {
+    case 0:   // uint8
+    case 1:   // int8
+    case 11:  // bool
+      return 1;
+    case 2:   // int16
+    case 5:   // float16
+    case 15:  // bfloat16
+      return 2;
+    case 3:  // int32
+    case 6:  // float32
+      return 4;
+    case 4:  // int64
+    case 7:  // float64
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+uint64_t TensorExtentBytes(const TensorLayout& layout) {
+  uint64_t last = 0;
+  for (size_t dim = 0; dim < layout.sizes.size(); ++dim) {
+    if (layout.sizes[dim] == 0) return 0;
+    last += static_cast<uint64_t>(layout.sizes[dim] - 1) * static_cast<uint64_t>(layout.strides[dim]);
+  }
+  return (last + 1) * ElementBytes(layout.dtype);
+}
+
+}  // namespace neuron::rtd::hal

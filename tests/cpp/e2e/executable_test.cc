@@ -1,0 +1,247 @@
+// Eager-op executables: loaded once per host by content hash, launched with
+// per-call addresses and scalars, run by the sim through the ATen
+// dispatcher on HBM.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "neuron/rtd/abi/command_ring.h"
+#include "neuron/rtd/v1/admin.grpc.pb.h"
+#include "neuron/rtd/v1/executable.pb.h"
+#include "neuron/rtd/v1/runtime.grpc.pb.h"
+#include "neuronrt/session.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace neuron {
+namespace {
+
+namespace v1 = rtd::v1;
+using ::testing::HasSubstr;
+
+v1::TensorSpec Spec(std::vector<int64_t> sizes, std::vector<int64_t> strides, uint32_t address,
+                    v1::ScalarType dtype = v1::SCALAR_TYPE_FLOAT32) {
+  v1::TensorSpec spec;
+  spec.set_dtype(dtype);
+  for (int64_t size : sizes) spec.add_sizes(size);
+  for (int64_t stride : strides) spec.add_strides(stride);
+  spec.set_address_index(address);
+  return spec;
+}
+
+std::string Body(const v1::EagerOp& op) {
+  v1::ExecutableBody body;
+  *body.mutable_eager_op() = op;
+  return body.SerializeAsString();
+}
+
+class ExecutableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    socket_ = dir_.Join("rtd.sock");
+    auto daemon = testing::StartDaemon({"--socket", socket_});
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+    auto session = neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = *std::move(session);
+    buffer_ = *session_->Allocate(0, 1 << 20);
+    stream_ = *session_->CreateStream(0);
+  }
+
+  uint64_t At(uint64_t float_offset) const { return buffer_.device_address + float_offset * 4; }
+
+  void Upload(uint64_t float_offset, const std::vector<float>& values) {
+    ASSERT_TRUE(stream_->CopyToDevice(At(float_offset), values.data(), values.size() * 4).ok());
+  }
+
+  std::vector<float> Download(uint64_t float_offset, size_t count) {
+    std::vector<float> values(count);
+    absl::Status status = stream_->CopyToHost(values.data(), At(float_offset), count * 4);
+    EXPECT_TRUE(status.ok()) << status;
+    return values;
+  }
+
+  testing::TempDir dir_;
+  std::string socket_;
+  std::unique_ptr<testing::Subprocess> daemon_;
+  std::unique_ptr<neuronrt::Session> session_;
+  neuronrt::DeviceBuffer buffer_;
+  std::shared_ptr<neuronrt::Stream> stream_;
+};
+
+TEST_F(ExecutableTest, MatmulRunsThroughTheAtenDispatcher) {
+  v1::EagerOp mm;
+  mm.set_name("aten::mm");
+  *mm.add_arguments()->mutable_tensor() = Spec({4, 3}, {3, 1}, 0);
+  *mm.add_arguments()->mutable_tensor() = Spec({3, 2}, {2, 1}, 1);
+  *mm.add_outputs() = Spec({4, 2}, {2, 1}, 2);
+  auto id = session_->LoadExecutable(Body(mm), "mm(f32[4,3],f32[3,2])");
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_GE(*id, NEURON_RTD_FIRST_LOADED_EXECUTABLE);
+
+  std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<float> b = {1, 0, 0, 1, 1, 1};
+  Upload(0, a);
+  Upload(100, b);
+  const uint64_t addresses[] = {At(0), At(100), At(200)};
+  ASSERT_TRUE(stream_->Launch(*id, addresses, {}, "aten::mm").ok());
+  std::vector<float> expected;
+  for (int row = 0; row < 4; ++row) {
+    for (int column = 0; column < 2; ++column) {
+      float sum = 0;
+      for (int k = 0; k < 3; ++k) sum += a[row * 3 + k] * b[k * 2 + column];
+      expected.push_back(sum);
+    }
+  }
+  EXPECT_EQ(Download(200, 8), expected);
+}
+
+TEST_F(ExecutableTest, ImmediateScalarsChangeFromCallToCall) {
+  v1::EagerOp add;
+  add.set_name("aten::add");
+  add.set_overload("Tensor");
+  *add.add_arguments()->mutable_tensor() = Spec({4}, {1}, 0);
+  *add.add_arguments()->mutable_tensor() = Spec({4}, {1}, 1);
+  v1::ImmediateScalar* alpha = add.add_arguments()->mutable_immediate();
+  alpha->set_kind(v1::ImmediateScalar::KIND_DOUBLE);
+  alpha->set_offset(0);
+  *add.add_outputs() = Spec({4}, {1}, 2);
+  const uint64_t id = *session_->LoadExecutable(Body(add));
+  Upload(0, {1, 2, 3, 4});
+  Upload(10, {10, 10, 10, 10});
+  const uint64_t addresses[] = {At(0), At(10), At(20)};
+  for (double factor : {2.0, -0.5}) {
+    ASSERT_TRUE(stream_->Launch(id, addresses,
+                                std::span(reinterpret_cast<const uint8_t*>(&factor), 8))
+                    .ok());
+    std::vector<float> result = Download(20, 4);
+    for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(result[i], (i + 1) + factor * 10) << factor;
+  }
+}
+
+TEST_F(ExecutableTest, InPlaceOpOnAStridedView) {
+  // self is the transpose of a 2x3 matrix: sizes [3, 2], strides [1, 3].
+  v1::EagerOp add_;
+  add_.set_name("aten::add_");
+  add_.set_overload("Tensor");
+  *add_.add_arguments()->mutable_tensor() = Spec({3, 2}, {1, 3}, 0);
+  *add_.add_arguments()->mutable_tensor() = Spec({3, 2}, {2, 1}, 1);
+  add_.add_arguments()->set_double_value(1.0);
+  const uint64_t id = *session_->LoadExecutable(Body(add_));
+  Upload(0, {0, 1, 2, 3, 4, 5});           // [[0,1,2],[3,4,5]]
+  Upload(10, {100, 200, 300, 400, 500, 600});  // added to the transposed view
+  const uint64_t addresses[] = {At(0), At(10)};
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}).ok());
+  // view[i][j] = m[j][i] += other[i][j]
+  EXPECT_EQ(Download(0, 6), (std::vector<float>{100, 301, 502, 203, 404, 605}));
+}
+
+TEST_F(ExecutableTest, TheSameContentIsLoadedOncePerHost) {
+  v1::EagerOp neg;
+  neg.set_name("aten::neg");
+  *neg.add_arguments()->mutable_tensor() = Spec({8}, {1}, 0);
+  *neg.add_outputs() = Spec({8}, {1}, 1);
+  const uint64_t first = *session_->LoadExecutable(Body(neg));
+  auto other = *neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
+  EXPECT_EQ(*other->LoadExecutable(Body(neg)), first);
+  auto admin = v1::Admin::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetCacheInfoResponse cache;
+  ASSERT_TRUE(admin->GetCacheInfo(&context, v1::GetCacheInfoRequest(), &cache).ok());
+  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_GE(cache.hits(), 1u);
+}
+
+TEST_F(ExecutableTest, OperatorErrorsFailTheStreamWithTheirMessage) {
+  v1::EagerOp mm;
+  mm.set_name("aten::mm");
+  *mm.add_arguments()->mutable_tensor() = Spec({4, 3}, {3, 1}, 0);
+  *mm.add_arguments()->mutable_tensor() = Spec({4, 2}, {2, 1}, 1);
+  *mm.add_outputs() = Spec({4, 2}, {2, 1}, 2);
+  const uint64_t id = *session_->LoadExecutable(Body(mm));
+  const uint64_t addresses[] = {At(0), At(100), At(200)};
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}, "aten::mm").ok());
+  absl::Status status = stream_->Synchronize();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("LAUNCH 'aten::mm'"));
+  EXPECT_THAT(status.message(), HasSubstr("cannot be multiplied"));
+}
+
+TEST_F(ExecutableTest, UnknownOperatorsAndShortAddressesAreRefused) {
+  v1::EagerOp unknown;
+  unknown.set_name("aten::no_such_operator");
+  *unknown.add_arguments()->mutable_tensor() = Spec({4}, {1}, 0);
+  const uint64_t id = *session_->LoadExecutable(Body(unknown));
+  const uint64_t addresses[] = {At(0)};
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}).ok());
+  EXPECT_THAT(stream_->Synchronize().message(), HasSubstr("no operator aten::no_such_operator"));
+
+  auto stream = *session_->CreateStream(0);
+  v1::EagerOp neg;
+  neg.set_name("aten::neg");
+  *neg.add_arguments()->mutable_tensor() = Spec({1024}, {1}, 0);
+  *neg.add_outputs() = Spec({1024}, {1}, 1);
+  const uint64_t neg_id = *session_->LoadExecutable(Body(neg));
+  const uint64_t past_end[] = {At(0), buffer_.device_address + buffer_.size - 16};
+  ASSERT_TRUE(stream->Launch(neg_id, past_end, {}).ok());
+  EXPECT_THAT(stream->Synchronize().message(), HasSubstr("past the end of segment"));
+
+  auto third = *session_->CreateStream(0);
+  ASSERT_TRUE(third->Launch(neg_id, std::span<const uint64_t>(past_end, 1), {}).ok());
+  EXPECT_THAT(third->Synchronize().message(), HasSubstr("takes 2 addresses; the launch gave 1"));
+
+  auto fourth = *session_->CreateStream(0);
+  ASSERT_TRUE(fourth->Launch(5000, past_end, {}).ok());
+  EXPECT_THAT(fourth->Synchronize().message(), HasSubstr("no executable 5000"));
+}
+
+TEST_F(ExecutableTest, MalformedBodiesAreRefusedAtLoad) {
+  v1::EagerOp bad_dtype;
+  bad_dtype.set_name("aten::neg");
+  *bad_dtype.add_arguments()->mutable_tensor() = Spec({4}, {1}, 0, v1::ScalarType(9));
+  EXPECT_THAT(session_->LoadExecutable(Body(bad_dtype)).status().message(),
+              HasSubstr("aten::neg argument 0: dtype 9 is not supported"));
+  v1::EagerOp bad_rank;
+  bad_rank.set_name("aten::neg");
+  *bad_rank.add_arguments()->mutable_tensor() = Spec({4, 4}, {1}, 0);
+  EXPECT_THAT(session_->LoadExecutable(Body(bad_rank)).status().message(),
+              HasSubstr("2 sizes and 1 strides"));
+  v1::EagerOp huge;
+  huge.set_name("aten::neg");
+  *huge.add_arguments()->mutable_tensor() = Spec({1 << 30, 1 << 30}, {1 << 30, 1}, 0);
+  EXPECT_THAT(session_->LoadExecutable(Body(huge)).status().message(), HasSubstr("256 TiB"));
+  v1::EagerOp python;
+  python.set_name("builtins::exec");
+  EXPECT_THAT(session_->LoadExecutable(Body(python)).status().message(),
+              HasSubstr("not an ATen or prims operator"));
+  EXPECT_EQ(session_->LoadExecutable("\xff\xff garbage").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ExecutableTest, ABodyMustMatchItsHash) {
+  auto runtime = v1::Runtime::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::LoadExecutableResponse response;
+  auto writer = runtime->LoadExecutable(&context, &response);
+  v1::LoadExecutableChunk chunk;
+  chunk.mutable_header()->set_session_id(session_->id());
+  chunk.mutable_header()->set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
+  chunk.mutable_header()->set_content_hash(std::string(32, '0'));
+  chunk.mutable_header()->set_total_bytes(4);
+  chunk.set_data("abcd");
+  writer->Write(chunk);
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  // This connection's peer (this process) owns the session.
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("does not match"));
+}
+
+}  // namespace
+}  // namespace neuron
