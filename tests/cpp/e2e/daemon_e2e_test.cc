@@ -115,12 +115,12 @@ TEST_F(DaemonE2eTest, MethodsNotYetServedSayWhichMethod) {
   auto channel = grpc::CreateChannel(address(), grpc::InsecureChannelCredentials());
   auto runtime = rtd::v1::Runtime::NewStub(channel);
   grpc::ClientContext context;
-  rtd::v1::LookupExecutableResponse found;
+  rtd::v1::InitCommunicatorResponse communicator;
   grpc::Status status =
-      runtime->LookupExecutable(&context, rtd::v1::LookupExecutableRequest(), &found);
+      runtime->InitCommunicator(&context, rtd::v1::InitCommunicatorRequest(), &communicator);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(status.error_message(),
-              HasSubstr("neuron.rtd.v1.Runtime/LookupExecutable is not implemented by neuron-rtd"));
+              HasSubstr("neuron.rtd.v1.Runtime/InitCommunicator is not implemented by neuron-rtd"));
 
   auto admin = rtd::v1::Admin::NewStub(channel);
   grpc::ClientContext admin_context;
