@@ -79,10 +79,9 @@ HostBuffer::~HostBuffer() {
   v1::UnregisterHostMemoryRequest request;
   request.set_session_id(session_->id());
   request.set_host_memory_id(id_);
-  v1::UnregisterHostMemoryResponse response;
-  grpc::ClientContext context;
-  session_->client().PrepareContext(context);
-  session_->client().runtime().UnregisterHostMemory(&context, request, &response);
+  session_->client()
+      .Call(&v1::Runtime::Stub::UnregisterHostMemory, request, "UnregisterHostMemory")
+      .IgnoreError();
 }
 
 uint64_t Event::stream_id() const { return stream_ ? stream_->id() : 0; }
@@ -247,14 +246,12 @@ absl::StatusOr<DeviceBuffer> Session::Allocate(uint32_t core, uint64_t bytes) {
   request.set_core(core);
   request.set_size_bytes(bytes);
   request.set_category(v1::MEMORY_CATEGORY_TENSORS);
-  v1::AllocateSegmentResponse response;
-  grpc::ClientContext context;
-  core_->client().PrepareContext(context);
-  grpc::Status status = core_->client().runtime().AllocateSegment(&context, request, &response);
-  if (!status.ok()) return internal::FromGrpc(status, core_->client().address(), "AllocateSegment");
-  return DeviceBuffer{.segment_id = response.segment_id(),
-                      .device_address = response.device_address(),
-                      .size = response.size_bytes(),
+  auto response =
+      core_->client().Call(&v1::Runtime::Stub::AllocateSegment, request, "AllocateSegment");
+  if (!response.ok()) return response.status();
+  return DeviceBuffer{.segment_id = response->segment_id(),
+                      .device_address = response->device_address(),
+                      .size = response->size_bytes(),
                       .core = core};
 }
 
@@ -262,31 +259,23 @@ absl::Status Session::Free(const DeviceBuffer& buffer) {
   v1::FreeSegmentRequest request;
   request.set_session_id(core_->id());
   request.set_segment_id(buffer.segment_id);
-  v1::FreeSegmentResponse response;
-  grpc::ClientContext context;
-  core_->client().PrepareContext(context);
-  return internal::FromGrpc(core_->client().runtime().FreeSegment(&context, request, &response),
-                            core_->client().address(), "FreeSegment");
+  return core_->client().Call(&v1::Runtime::Stub::FreeSegment, request, "FreeSegment").status();
 }
 
 absl::StatusOr<std::shared_ptr<HostBuffer>> Session::AllocateHost(uint64_t bytes) {
   v1::RegisterHostMemoryRequest request;
   request.set_session_id(core_->id());
   request.set_size_bytes(bytes);
-  v1::RegisterHostMemoryResponse response;
-  grpc::ClientContext context;
-  core_->client().PrepareContext(context);
-  grpc::Status status = core_->client().runtime().RegisterHostMemory(&context, request, &response);
-  if (!status.ok()) {
-    return internal::FromGrpc(status, core_->client().address(), "RegisterHostMemory");
-  }
+  auto response = core_->client().Call(&v1::Runtime::Stub::RegisterHostMemory, request,
+                                       "RegisterHostMemory");
+  if (!response.ok()) return response.status();
   absl::StatusOr<internal::ReceivedRegion> region = core_->data_plane().Receive(
-      response.region().region_id(), v1::SHARED_REGION_KIND_HOST_MEMORY);
+      response->region().region_id(), v1::SHARED_REGION_KIND_HOST_MEMORY);
   if (!region.ok()) return region.status();
   // The mapping lives as long as the buffer: hand it over to a deleter.
   internal::MappedRegion* mapping = region->region.release();
   auto buffer = std::shared_ptr<HostBuffer>(
-      new HostBuffer(core_, response.host_memory_id(), mapping->data(), mapping->size()),
+      new HostBuffer(core_, response->host_memory_id(), mapping->data(), mapping->size()),
       [mapping](HostBuffer* host) {
         delete host;
         delete mapping;
@@ -299,18 +288,16 @@ absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core) {
   request.set_session_id(core_->id());
   request.set_core(core);
   request.set_ring_bytes(core_->ring_bytes());
-  v1::CreateStreamResponse response;
-  grpc::ClientContext context;
-  core_->client().PrepareContext(context);
-  grpc::Status status = core_->client().runtime().CreateStream(&context, request, &response);
-  if (!status.ok()) return internal::FromGrpc(status, core_->client().address(), "CreateStream");
+  auto response =
+      core_->client().Call(&v1::Runtime::Stub::CreateStream, request, "CreateStream");
+  if (!response.ok()) return response.status();
   absl::StatusOr<internal::ReceivedRegion> ring = core_->data_plane().Receive(
-      response.ring().region_id(), v1::SHARED_REGION_KIND_COMMAND_RING);
+      response->ring().region_id(), v1::SHARED_REGION_KIND_COMMAND_RING);
   if (!ring.ok()) return ring.status();
   if (ring->extra_fd < 0) return absl::InternalError("a command ring arrived without a doorbell");
-  auto state = std::make_shared<StreamState>(core_, response.stream_id(), core,
+  auto state = std::make_shared<StreamState>(core_, response->stream_id(), core,
                                              std::move(ring->region), ring->extra_fd,
-                                             response.completion_slot());
+                                             response->completion_slot());
   return std::make_shared<Stream>(std::move(state));
 }
 
@@ -321,14 +308,10 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
     request.set_session_id(core_->id());
     request.set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
     request.set_content_hash(hash);
-    v1::LookupExecutableResponse response;
-    grpc::ClientContext context;
-    core_->client().PrepareContext(context);
-    grpc::Status status = core_->client().runtime().LookupExecutable(&context, request, &response);
-    if (!status.ok()) {
-      return internal::FromGrpc(status, core_->client().address(), "LookupExecutable");
-    }
-    if (response.found()) return response.executable_id();
+    auto found = core_->client().Call(&v1::Runtime::Stub::LookupExecutable, request,
+                                      "LookupExecutable");
+    if (!found.ok()) return found.status();
+    if (found->found()) return found->executable_id();
   }
   constexpr size_t kChunkBytes = 1 << 20;
   grpc::ClientContext context;

@@ -90,6 +90,21 @@ class GrpcClient final : public Client {
   }
   v1::Runtime::Stub& runtime() const { return *runtime_; }
 
+  // One unary Runtime call with the configured deadline; a failure as the
+  // daemon's status, naming the call.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::Runtime::Stub::*method)(grpc::ClientContext*,
+                                                                          const Request&,
+                                                                          Response*),
+                                const Request& request, std::string_view name) const {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    Response response;
+    grpc::Status status = (runtime_.get()->*method)(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status, address_, name);
+    return response;
+  }
+
  private:
   const DaemonAddress address_;
   const absl::Duration rpc_timeout_;

@@ -81,11 +81,10 @@ absl::StatusOr<std::shared_ptr<SessionCore>> SessionCore::Open(const SessionOpti
   for (uint32_t core_index : cores) request.add_cores(core_index);
   request.set_abi_version_major(NEURON_RTD_ABI_VERSION_MAJOR);
   request.set_abi_version_minor(NEURON_RTD_ABI_VERSION_MINOR);
-  v1::OpenSessionResponse response;
-  grpc::ClientContext context;
-  core->client_->PrepareContext(context);
-  grpc::Status status = core->client_->runtime().OpenSession(&context, request, &response);
-  if (!status.ok()) return FromGrpc(status, core->client_->address(), "OpenSession");
+  absl::StatusOr<v1::OpenSessionResponse> opened =
+      core->client_->Call(&v1::Runtime::Stub::OpenSession, request, "OpenSession");
+  if (!opened.ok()) return opened.status();
+  const v1::OpenSessionResponse& response = *opened;
   core->id_ = response.session_id();
   core->cores_.assign(response.cores().begin(), response.cores().end());
 
@@ -137,11 +136,11 @@ absl::Status SessionCore::CommandError(uint64_t stream_id, uint64_t sequence,
   v1::GetStreamErrorsRequest request;
   request.set_session_id(id_);
   request.set_stream_id(stream_id);
-  v1::GetStreamErrorsResponse response;
-  grpc::ClientContext context;
-  client_->PrepareContext(context);
-  grpc::Status status = client_->runtime().GetStreamErrors(&context, request, &response);
-  for (const v1::ErrorDetail& error : response.errors()) {
+  absl::StatusOr<v1::GetStreamErrorsResponse> response =
+      client_->Call(&v1::Runtime::Stub::GetStreamErrors, request, "GetStreamErrors");
+  const v1::GetStreamErrorsResponse errors =
+      response.ok() ? *std::move(response) : v1::GetStreamErrorsResponse();
+  for (const v1::ErrorDetail& error : errors.errors()) {
     if (error.sequence() != sequence) continue;
     const std::string op = error.op_name().empty()
                                ? std::string(neuron_rtd_opcode_name(error.opcode()))
@@ -154,18 +153,14 @@ absl::Status SessionCore::CommandError(uint64_t stream_id, uint64_t sequence,
   return absl::Status(CodeFor(nrt_status),
                       absl::StrFormat("stream %d: command %d failed with status %d%s", stream_id,
                                       sequence, nrt_status,
-                                      status.ok() ? "" : " (its details are unavailable)"));
+                                      errors.errors().empty() ? " (its details are unavailable)" : ""));
 }
 
 absl::Status SessionCore::MarkClosed() {
   if (closed_.exchange(true)) return absl::OkStatus();
   v1::CloseSessionRequest request;
   request.set_session_id(id_);
-  v1::CloseSessionResponse response;
-  grpc::ClientContext context;
-  client_->PrepareContext(context);
-  grpc::Status status = client_->runtime().CloseSession(&context, request, &response);
-  return FromGrpc(status, client_->address(), "CloseSession");
+  return client_->Call(&v1::Runtime::Stub::CloseSession, request, "CloseSession").status();
 }
 
 absl::StatusOr<StagingChunk> SessionCore::AcquireStaging(uint64_t size) {
@@ -242,10 +237,7 @@ StreamState::~StreamState() {
   v1::DestroyStreamRequest request;
   request.set_session_id(session_->id());
   request.set_stream_id(id_);
-  v1::DestroyStreamResponse response;
-  grpc::ClientContext context;
-  session_->client().PrepareContext(context);
-  session_->client().runtime().DestroyStream(&context, request, &response);
+  session_->client().Call(&v1::Runtime::Stub::DestroyStream, request, "DestroyStream").IgnoreError();
 }
 
 uint64_t StreamState::last_submitted() const { return last_submitted_.load(); }
