@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <deque>
+#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -141,27 +143,58 @@ absl::Status Stream::CopyToHost(void* host, uint64_t device_address, uint64_t by
                                 std::string_view op_name) {
   SessionCore& session = state_->session();
   char* destination = static_cast<char*>(host);
+  // Two chunks in flight: the daemon fills one while this thread copies the
+  // other out.
+  struct InFlight {
+    internal::StagingChunk chunk;
+    Event landed;
+    uint64_t offset;
+  };
+  std::deque<InFlight> in_flight;
+  absl::Status status;
+  auto finish_oldest = [&] {
+    InFlight oldest = std::move(in_flight.front());
+    in_flight.pop_front();
+    absl::Status landed = oldest.landed.Synchronize();
+    if (landed.ok() && status.ok()) {
+      std::memcpy(destination + oldest.offset, oldest.chunk.data, oldest.chunk.size);
+    }
+    session.ReleaseStaging(oldest.chunk, oldest.landed);
+    if (status.ok()) status = landed;
+  };
   uint64_t done = 0;
   do {
-    absl::StatusOr<internal::StagingChunk> chunk = session.AcquireStaging(bytes - done);
-    if (!chunk.ok()) return chunk.status();
-    const uint64_t size = std::min(chunk->size, bytes - done);
+    std::optional<internal::StagingChunk> chunk;
+    if (in_flight.empty()) {
+      absl::StatusOr<internal::StagingChunk> acquired = session.AcquireStaging(bytes - done);
+      if (!acquired.ok()) return acquired.status();
+      chunk = *acquired;
+    } else {
+      // Holding chunks, this thread must not wait for the arena: it could be
+      // waiting for itself.
+      chunk = session.TryAcquireStaging(bytes - done);
+      if (!chunk) {
+        finish_oldest();
+        if (!status.ok()) break;
+        continue;
+      }
+    }
+    chunk->size = std::min(chunk->size, bytes - done);
     neuron_rtd_copy_payload copy{.src = Device(device_address + done),
                                  .dst = Staging(chunk->offset),
-                                 .bytes = size};
+                                 .bytes = chunk->size};
     absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_COPY, Bytes(copy), op_name);
     if (!sequence.ok()) {
       session.ReleaseStaging(*chunk, Event());
-      return sequence.status();
+      status = sequence.status();
+      break;
     }
-    Event landed(state_, *sequence);
-    absl::Status waited = landed.Synchronize();
-    if (waited.ok() && size > 0) std::memcpy(destination + done, chunk->data, size);
-    session.ReleaseStaging(*chunk, landed);
-    if (!waited.ok()) return waited;
-    done += size;
-  } while (done < bytes);
-  return absl::OkStatus();
+    in_flight.push_back(InFlight{.chunk = *chunk, .landed = Event(state_, *sequence), .offset = done});
+    done += chunk->size;
+    if (in_flight.size() >= 2) finish_oldest();
+  } while (done < bytes && status.ok());
+  while (!in_flight.empty()) finish_oldest();
+  return status;
 }
 
 absl::StatusOr<Event> Stream::CopyToHost(const HostBuffer& host, uint64_t offset,

@@ -163,23 +163,28 @@ absl::Status SessionCore::MarkClosed() {
   return client_->Call(&v1::Runtime::Stub::CloseSession, request, "CloseSession").status();
 }
 
+std::optional<StagingChunk> SessionCore::TakeFreeChunk(uint64_t size) {
+  uint64_t offset = staging_next_;
+  if (offset + size > staging_->size()) offset = 0;
+  for (const StagingEntry& entry : staging_entries_) {
+    if (offset < entry.offset + entry.size && entry.offset < offset + size) return std::nullopt;
+  }
+  staging_entries_.push_back(
+      StagingEntry{.offset = offset, .size = size, .done = Event(), .released = false});
+  staging_next_ = offset + size;
+  return StagingChunk{.offset = offset, .size = size, .data = staging_->data() + offset};
+}
+
+std::optional<StagingChunk> SessionCore::TryAcquireStaging(uint64_t size) {
+  absl::MutexLock lock(&staging_mutex_);
+  return TakeFreeChunk(std::min(size, staging_chunk_limit()));
+}
+
 absl::StatusOr<StagingChunk> SessionCore::AcquireStaging(uint64_t size) {
-  const uint64_t capacity = staging_->size();
   size = std::min(size, staging_chunk_limit());
   absl::MutexLock lock(&staging_mutex_);
   while (true) {
-    uint64_t offset = staging_next_;
-    if (offset + size > capacity) offset = 0;
-    bool overlaps = false;
-    for (const StagingEntry& entry : staging_entries_) {
-      if (offset < entry.offset + entry.size && entry.offset < offset + size) overlaps = true;
-    }
-    if (!overlaps) {
-      staging_entries_.push_back(
-          StagingEntry{.offset = offset, .size = size, .done = Event(), .released = false});
-      staging_next_ = offset + size;
-      return StagingChunk{.offset = offset, .size = size, .data = staging_->data() + offset};
-    }
+    if (std::optional<StagingChunk> chunk = TakeFreeChunk(size)) return *chunk;
     // The oldest chunk goes first; wait for its owner to enqueue it, then
     // for its command to finish.
     StagingEntry& oldest = staging_entries_.front();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -48,6 +49,10 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   // chunks' events when the arena is full. Release with ReleaseStaging once
   // its command is enqueued, with that command's event.
   absl::StatusOr<StagingChunk> AcquireStaging(uint64_t size);
+  // The same without waiting: nullopt when the arena has no room now. A
+  // caller that holds unreleased chunks must use this, or it could wait for
+  // itself.
+  std::optional<StagingChunk> TryAcquireStaging(uint64_t size);
   void ReleaseStaging(const StagingChunk& chunk, Event done);
   uint64_t staging_chunk_limit() const { return staging_->size() / 4; }
 
@@ -71,6 +76,10 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   std::unique_ptr<MappedRegion> completion_page_;
   std::unique_ptr<MappedRegion> staging_;
   std::atomic<bool> closed_{false};
+
+  // A chunk of `size` bytes where the arena has room now.
+  std::optional<StagingChunk> TakeFreeChunk(uint64_t size)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(staging_mutex_);
 
   absl::Mutex staging_mutex_;
   absl::CondVar staging_released_;
