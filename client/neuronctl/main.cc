@@ -71,6 +71,18 @@ int main(int argc, char** argv) {
   kill->add_option("SESSION", kill_session, "session id, as `neuronctl ps` shows it")->required();
   kill->add_option("--reason", kill_reason, "recorded with the session's end");
 
+  bool drain_off = false;
+  CLI::App* drain = app.add_subcommand(
+      "drain", "stop admitting new sessions for maintenance; running ones carry on (root or the "
+               "daemon's user)");
+  drain->add_flag("--off", drain_off, "admit sessions again");
+
+  uint32_t reset_device = 0;
+  CLI::App* reset = app.add_subcommand(
+      "reset", "end every session on a device and return it to a clean state (root or the "
+               "daemon's user)");
+  reset->add_option("DEVICE", reset_device, "device index, as `neuronctl ls` shows it")->required();
+
   CLI::App* version = app.add_subcommand("version", "print neuronctl's and the daemon's versions");
 
   try {
@@ -112,6 +124,20 @@ int main(int argc, char** argv) {
     absl::Status killed = (*client)->KillSession(kill_session, kill_reason);
     if (!killed.ok()) return Report(killed, address);
     std::printf("session %llu ended\n", static_cast<unsigned long long>(kill_session));
+    return 0;
+  }
+
+  if (*drain) {
+    absl::StatusOr<std::string> state = (*client)->Drain(!drain_off);
+    if (!state.ok()) return Report(state.status(), address);
+    std::printf("neuron-rtd is %s\n", state->c_str());
+    return 0;
+  }
+
+  if (*reset) {
+    absl::StatusOr<std::vector<uint64_t>> ended = (*client)->ResetDevice(reset_device);
+    if (!ended.ok()) return Report(ended.status(), address);
+    std::printf("device %u reset; %zu session(s) ended\n", reset_device, ended->size());
     return 0;
   }
 

@@ -72,6 +72,55 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* context,
 
 namespace neuron::rtd {
 
+grpc::Status AdminService::CheckAdministrator(grpc::ServerContext* context,
+                                              std::string_view action) const {
+  std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
+  if (!caller) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the daemon cannot identify this connection's peer");
+  }
+  if (caller->uid != 0 && caller->uid != ::geteuid()) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrFormat("only root or uid %d may %s; the caller is uid %d",
+                                        ::geteuid(), action, caller->uid));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Drain(grpc::ServerContext* context, const v1::DrainRequest* request,
+                                 v1::DrainResponse* response) {
+  if (grpc::Status allowed = CheckAdministrator(context, "drain the daemon"); !allowed.ok()) {
+    return allowed;
+  }
+  sessions_.SetDraining(request->enable());
+  if (status_.state() != v1::SERVING_STATE_STOPPING) {
+    status_.set_state(request->enable() ? v1::SERVING_STATE_DRAINING : v1::SERVING_STATE_SERVING);
+  }
+  response->set_state(status_.state());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ResetDevice(grpc::ServerContext* context,
+                                       const v1::ResetDeviceRequest* request,
+                                       v1::ResetDeviceResponse* response) {
+  if (grpc::Status allowed = CheckAdministrator(context, "reset a device"); !allowed.ok()) {
+    return allowed;
+  }
+  if (request->device_index() >= backend_.devices().size()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrFormat("no device %d: this host has %d", request->device_index(),
+                                        backend_.devices().size()));
+  }
+  // The sim's devices hold no state beyond their sessions' memory: ending
+  // those sessions returns the device to a clean state.
+  for (uint64_t id : sessions_.CloseSessionsOnDevice(
+           request->device_index(), NEURON_RTD_STATUS_CLOSED,
+           absl::StrFormat("device %d was reset by an administrator", request->device_index()))) {
+    response->add_failed_sessions(id);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*, const v1::GetCacheInfoRequest*,
                                         v1::GetCacheInfoResponse* response) {
   const exec::CacheStats stats = executables_.stats();

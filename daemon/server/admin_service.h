@@ -19,7 +19,7 @@ class AdminService final : public v1::Admin::Service {
  public:
   AdminService(const hal::Backend& backend, const memory::MemoryManager& memory,
                const exec::ExecutableCache& executables, session::SessionManager& sessions,
-               const PeerRegistry& peers, const DaemonStatus& status)
+               const PeerRegistry& peers, DaemonStatus& status)
       : backend_(backend),
         memory_(memory),
         executables_(executables),
@@ -35,16 +35,23 @@ class AdminService final : public v1::Admin::Service {
                             v1::ListSessionsResponse* response) override;
   grpc::Status KillSession(grpc::ServerContext* context, const v1::KillSessionRequest* request,
                            v1::KillSessionResponse* response) override;
+  grpc::Status Drain(grpc::ServerContext* context, const v1::DrainRequest* request,
+                     v1::DrainResponse* response) override;
+  grpc::Status ResetDevice(grpc::ServerContext* context, const v1::ResetDeviceRequest* request,
+                           v1::ResetDeviceResponse* response) override;
   grpc::Status GetCacheInfo(grpc::ServerContext* context, const v1::GetCacheInfoRequest* request,
                             v1::GetCacheInfoResponse* response) override;
 
  private:
+  // Root or the daemon's own user: who may drain or reset.
+  grpc::Status CheckAdministrator(grpc::ServerContext* context, std::string_view action) const;
+
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
   const exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
   const PeerRegistry& peers_;
-  const DaemonStatus& status_;
+  DaemonStatus& status_;
 };
 
 }  // namespace neuron::rtd

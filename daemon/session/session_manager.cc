@@ -73,6 +73,11 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
   {
     absl::MutexLock lock(&mutex_);
     if (stopping_) return absl::UnavailableError("neuron-rtd is stopping");
+    if (draining_) {
+      return absl::UnavailableError(
+          "neuron-rtd is draining for maintenance: it refuses new sessions until an "
+          "administrator runs `neuronctl drain --off`");
+    }
     if (sessions_.size() >= config_.max_sessions) {
       return absl::ResourceExhaustedError(
           absl::StrFormat("neuron-rtd already serves %d sessions, its limit", sessions_.size()));
@@ -182,6 +187,38 @@ void SessionManager::CloseAll(const std::string& reason) {
     sessions.swap(sessions_);
   }
   for (auto& [id, entry] : sessions) entry.session->Close(NEURON_RTD_STATUS_CLOSED, reason);
+}
+
+void SessionManager::SetDraining(bool draining) {
+  absl::MutexLock lock(&mutex_);
+  draining_ = draining;
+}
+
+bool SessionManager::draining() const {
+  absl::MutexLock lock(&mutex_);
+  return draining_;
+}
+
+std::vector<uint64_t> SessionManager::CloseSessionsOnDevice(uint32_t device_index,
+                                                            int32_t nrt_status,
+                                                            const std::string& reason) {
+  std::vector<std::shared_ptr<Session>> affected;
+  for (const std::shared_ptr<Session>& session : List()) {
+    for (uint32_t core : session->cores()) {
+      absl::StatusOr<hal::Device*> device = scheduler_.DeviceOfCore(core);
+      if (device.ok() && (*device)->info().index == device_index) {
+        affected.push_back(session);
+        break;
+      }
+    }
+  }
+  std::vector<uint64_t> ids;
+  for (const std::shared_ptr<Session>& session : affected) {
+    session->Close(nrt_status, reason);
+    Take(session->id());
+    ids.push_back(session->id());
+  }
+  return ids;
 }
 
 void SessionManager::ReapUnattached() {

@@ -71,6 +71,15 @@ class SessionManager {
   std::vector<std::shared_ptr<Session>> List() const;
   void CloseAll(const std::string& reason);
 
+  // While draining, Open refuses new sessions; open ones carry on.
+  void SetDraining(bool draining);
+  bool draining() const;
+
+  // Closes every session that uses a core of device `device_index`, with
+  // NRT_HW_ERROR-style `nrt_status`; returns their ids.
+  std::vector<uint64_t> CloseSessionsOnDevice(uint32_t device_index, int32_t nrt_status,
+                                              const std::string& reason);
+
  private:
   std::shared_ptr<Session> Take(uint64_t session_id);
   void ReapUnattached();
@@ -88,6 +97,7 @@ class SessionManager {
   std::map<uint64_t, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  bool draining_ ABSL_GUARDED_BY(mutex_) = false;
   absl::CondVar stop_;
   std::thread reaper_;
 };

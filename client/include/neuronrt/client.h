@@ -43,6 +43,11 @@ class Client {
   virtual absl::StatusOr<std::vector<SessionInfo>> ListSessions() const = 0;
   // Ends another session as if its client had died: root or the same user.
   virtual absl::Status KillSession(uint64_t session_id, const std::string& reason) const = 0;
+  // Stops (or, with false, resumes) admitting sessions; returns the daemon's
+  // state ("draining" or "serving"). Root or the daemon's user.
+  virtual absl::StatusOr<std::string> Drain(bool enable) const = 0;
+  // Ends every session on device `device_index`; returns their ids.
+  virtual absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const = 0;
 };
 
 }  // namespace neuronrt

@@ -83,6 +83,29 @@ class GrpcClient final : public Client {
     return FromGrpc(admin_->KillSession(&context, request, &response), address_, "KillSession");
   }
 
+  absl::StatusOr<std::string> Drain(bool enable) const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::DrainRequest request;
+    request.set_enable(enable);
+    v1::DrainResponse response;
+    grpc::Status status = admin_->Drain(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status, address_, "Drain");
+    return StateName(response.state());
+  }
+
+  absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::ResetDeviceRequest request;
+    request.set_device_index(device_index);
+    v1::ResetDeviceResponse response;
+    grpc::Status status = admin_->ResetDevice(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status, address_, "ResetDevice");
+    return std::vector<uint64_t>(response.failed_sessions().begin(),
+                                 response.failed_sessions().end());
+  }
+
   // Sets the call's deadline from ClientOptions.rpc_timeout.
   void PrepareContext(grpc::ClientContext& context) const {
     context.set_deadline(std::chrono::system_clock::now() +

@@ -29,6 +29,8 @@ std::string BackendName(v1::BackendKind backend) {
   }
 }
 
+}  // namespace
+
 std::string StateName(v1::ServingState state) {
   switch (state) {
     case v1::SERVING_STATE_SERVING:
@@ -41,8 +43,6 @@ std::string StateName(v1::ServingState state) {
       return "unknown";
   }
 }
-
-}  // namespace
 
 DeviceInfo FromProto(const v1::DeviceInfo& device) {
   DeviceInfo info;

@@ -16,6 +16,8 @@ DeviceInfo FromProto(const neuron::rtd::v1::DeviceInfo& device);
 HealthInfo FromProto(const neuron::rtd::v1::HealthResponse& health);
 RuntimeInfo FromProto(const neuron::rtd::v1::GetRuntimeInfoResponse& info);
 SessionInfo FromProto(const neuron::rtd::v1::SessionInfo& session);
+// "serving", "draining", "stopping".
+std::string StateName(neuron::rtd::v1::ServingState state);
 
 // A failed call as an absl::Status with the same code; the message says
 // which daemon answered (or could not be reached) and which call failed.

@@ -124,10 +124,10 @@ TEST_F(DaemonE2eTest, MethodsNotYetServedSayWhichMethod) {
 
   auto admin = rtd::v1::Admin::NewStub(channel);
   grpc::ClientContext admin_context;
-  rtd::v1::ResetDeviceResponse reset;
-  status = admin->ResetDevice(&admin_context, rtd::v1::ResetDeviceRequest(), &reset);
+  rtd::v1::GetStatsResponse stats;
+  status = admin->GetStats(&admin_context, rtd::v1::GetStatsRequest(), &stats);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("neuron.rtd.v1.Admin/ResetDevice"));
+  EXPECT_THAT(status.error_message(), HasSubstr("neuron.rtd.v1.Admin/GetStats"));
 }
 
 TEST_F(DaemonE2eTest, OversizedMessagesAreRefused) {

@@ -542,6 +542,50 @@ TEST_F(DataPlaneTest, NeuronctlKillEndsTheSessionAndItsClientSeesWhy) {
   EXPECT_THAT(again.err, HasSubstr("no session"));
 }
 
+TEST_F(DataPlaneTest, DrainRefusesNewSessionsAndKeepsRunningOnes) {
+  auto running = Open("running");
+  auto buffer = *running->Allocate(0, kMiB);
+  auto stream = *running->CreateStream(0);
+  testing::CommandResult drained =
+      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "drain"});
+  ASSERT_EQ(drained.exit_code, 0) << drained.err;
+  EXPECT_THAT(drained.out, HasSubstr("draining"));
+  testing::CommandResult health =
+      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "health"});
+  EXPECT_EQ(health.exit_code, 1) << "a draining daemon is not healthy for new work";
+  EXPECT_THAT(health.out, HasSubstr("draining"));
+
+  auto refused = neuronrt::Session::Open({.client = {.address = address()}});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(), HasSubstr("neuronctl drain --off"));
+  ASSERT_TRUE(stream->Fill(buffer.device_address, kMiB, 1, 1).ok());
+  EXPECT_TRUE(stream->Synchronize().ok());
+
+  testing::CommandResult resumed = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", address(), "drain", "--off"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_TRUE(neuronrt::Session::Open({.client = {.address = address()}}).ok());
+}
+
+TEST_F(DataPlaneTest, ResetDeviceEndsItsSessions) {
+  auto victim = Open("victim");
+  auto buffer = *victim->Allocate(0, kMiB);
+  auto stream = *victim->CreateStream(0);
+  testing::CommandResult reset =
+      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "reset", "0"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_THAT(reset.out, HasSubstr("1 session(s) ended"));
+  EXPECT_EQ(HbmUsed(), 0u);
+  absl::Status status = stream->Fill(buffer.device_address, 8, 0, 1).status();
+  if (status.ok()) status = stream->Synchronize();
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  EXPECT_TRUE(Open("after")->Allocate(0, kMiB).ok());
+  testing::CommandResult missing =
+      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "reset", "7"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("no device 7"));
+}
+
 TEST_F(DataPlaneTest, DaemonDeathEndsWaitsWithAnError) {
   auto session = Open();
   auto stream = *session->CreateStream(0);
