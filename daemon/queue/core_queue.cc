@@ -429,7 +429,6 @@ void CoreQueue::DmaLoop() {
 
 void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
                        const absl::Status& status) {
-  commands_executed_.fetch_add(1, std::memory_order_relaxed);
   if (status.ok()) {
     stream.Complete(record.header.sequence);
     context.OnCommandDone(stream, /*failed=*/false);

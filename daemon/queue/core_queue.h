@@ -44,8 +44,6 @@ class CoreQueue {
   // whenever a timeline advances or fails.
   void WakeIfWaiting();
 
-  uint64_t commands_executed() const { return commands_executed_.load(); }
-
  private:
   struct DmaJob {
     std::shared_ptr<Stream> stream;
@@ -97,7 +95,6 @@ class CoreQueue {
   absl::CondVar dma_ready_;
 
   std::atomic<int> waiting_streams_{0};
-  std::atomic<uint64_t> commands_executed_{0};
   size_t next_session_ = 0;  // worker only: round-robin start
   std::vector<uint8_t> record_buffer_;  // worker only
   std::thread worker_;

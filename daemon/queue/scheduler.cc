@@ -29,10 +29,4 @@ void Scheduler::WakeWaiting() {
   for (auto& [core, queue] : queues_) queue->WakeIfWaiting();
 }
 
-uint64_t Scheduler::CommandsExecuted(uint32_t core) const {
-  absl::MutexLock lock(&mutex_);
-  auto it = queues_.find(core);
-  return it == queues_.end() ? 0 : it->second->commands_executed();
-}
-
 }  // namespace neuron::rtd::queue

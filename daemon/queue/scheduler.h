@@ -39,8 +39,6 @@ class Scheduler {
   // Wakes every queue with a stream waiting on a timeline.
   void WakeWaiting();
 
-  uint64_t CommandsExecuted(uint32_t core) const;
-
  private:
   hal::Backend& backend_;
   const exec::ExecutableCache& executables_;

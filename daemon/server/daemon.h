@@ -42,8 +42,6 @@ class Daemon {
   void Shutdown(absl::Duration grace);
 
   const std::string& socket_path() const { return listener_->path(); }
-  const std::string& data_plane_path() const { return data_plane_->path(); }
-  const hal::Backend& backend() const { return *backend_; }
 
  private:
   Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend,

@@ -24,7 +24,6 @@ class RawStream {
 
   uint64_t id() const { return id_; }
   uint64_t capacity() const { return header_->capacity_bytes; }
-  neuron_rtd_ring_header& header() { return *header_; }
 
   // Copies `bytes` to the ring at the current tail (what fits before the
   // ring's end), publishes the tail past all of it and rings the doorbell.
