@@ -17,6 +17,11 @@ constexpr uint64_t kMaxExtentBytes = uint64_t{1} << 48;
 constexpr int kMaxArguments = 64;
 constexpr int kMaxListLength = 1024;
 
+// Operators that reach outside device memory (the daemon's files, its log):
+// a client must never make the daemon run them.
+constexpr std::string_view kForbiddenOperators[] = {"aten::from_file", "aten::save",
+                                                   "aten::_print", "aten::warn"};
+
 absl::Status Invalid(std::string_view where, std::string_view what) {
   return absl::InvalidArgumentError(absl::StrFormat("executable %s: %s", where, what));
 }
@@ -119,6 +124,13 @@ absl::StatusOr<Executable> Decode(std::string_view body) {
   if (!op.name().starts_with("aten::") && !op.name().starts_with("prims::")) {
     return absl::InvalidArgumentError(
         absl::StrFormat("operator \"%s\" is not an ATen or prims operator", op.name()));
+  }
+  for (std::string_view forbidden : kForbiddenOperators) {
+    if (op.name() == forbidden) {
+      return absl::PermissionDeniedError(absl::StrFormat(
+          "operator %s touches host files or the daemon's log; executables may not use it",
+          op.name()));
+    }
   }
   if (op.arguments_size() > kMaxArguments || op.outputs_size() > kMaxArguments) {
     return absl::InvalidArgumentError("too many arguments or outputs");

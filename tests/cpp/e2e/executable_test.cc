@@ -221,6 +221,12 @@ TEST_F(ExecutableTest, MalformedBodiesAreRefusedAtLoad) {
               HasSubstr("not an ATen or prims operator"));
   EXPECT_EQ(session_->LoadExecutable("\xff\xff garbage").status().code(),
             absl::StatusCode::kInvalidArgument);
+  v1::EagerOp from_file;
+  from_file.set_name("aten::from_file");
+  from_file.add_arguments()->set_string_value("/etc/shadow");
+  auto refused = session_->LoadExecutable(Body(from_file));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(refused.status().message(), HasSubstr("touches host files"));
 }
 
 TEST_F(ExecutableTest, ABodyMustMatchItsHash) {
