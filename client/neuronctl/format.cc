@@ -137,6 +137,48 @@ nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions) 
   return {{"sessions", std::move(list)}};
 }
 
+namespace {
+
+std::string FormatNanoseconds(uint64_t ns) {
+  if (ns < 1000) return absl::StrFormat("%d ns", ns);
+  if (ns < 1'000'000) return absl::StrFormat("%.1f us", static_cast<double>(ns) / 1e3);
+  return absl::StrFormat("%.1f ms", static_cast<double>(ns) / 1e6);
+}
+
+}  // namespace
+
+std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores) {
+  std::vector<std::vector<std::string>> rows = {
+      {"CORE", "UTIL", "COMPLETED", "FAILED", "P50", "P99", "MAX"}};
+  for (const neuronrt::CoreStats& core : cores) {
+    const bool ran = core.executions_completed + core.executions_failed > 0;
+    rows.push_back({absl::StrFormat("%d", core.core),
+                    absl::StrFormat("%.1f%%", core.utilization * 100),
+                    absl::StrFormat("%d", core.executions_completed),
+                    absl::StrFormat("%d", core.executions_failed),
+                    ran ? "<" + FormatNanoseconds(core.latency_p50_ns + 1) : "-",
+                    ran ? "<" + FormatNanoseconds(core.latency_p99_ns + 1) : "-",
+                    ran ? "<" + FormatNanoseconds(core.latency_max_ns + 1) : "-"});
+  }
+  return RenderTable(rows);
+}
+
+nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const neuronrt::CoreStats& core : cores) {
+    list.push_back({
+        {"core", core.core},
+        {"utilization", core.utilization},
+        {"executions_completed", core.executions_completed},
+        {"executions_failed", core.executions_failed},
+        {"latency_p50_ns", core.latency_p50_ns},
+        {"latency_p99_ns", core.latency_p99_ns},
+        {"latency_max_ns", core.latency_max_ns},
+    });
+  }
+  return {{"cores", std::move(list)}};
+}
+
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target) {
   return absl::StrFormat(
       "neuron-rtd %s at %s: %s\n  pid %d, up %.1f s, %s backend, %d device(s), %d core(s)\n",

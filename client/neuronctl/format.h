@@ -24,6 +24,9 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices);
 std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions);
 nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions);
 
+std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores);
+nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores);
+
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target);
 nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target);
 

@@ -71,6 +71,12 @@ int main(int argc, char** argv) {
   kill->add_option("SESSION", kill_session, "session id, as `neuronctl ps` shows it")->required();
   kill->add_option("--reason", kill_reason, "recorded with the session's end");
 
+  bool stats_json = false;
+  CLI::App* stats = app.add_subcommand(
+      "stats", "per-core counters since the daemon started: utilization, commands completed "
+               "and failed, execution time percentiles");
+  stats->add_flag("--json", stats_json, "print JSON instead of a table");
+
   bool drain_off = false;
   CLI::App* drain = app.add_subcommand(
       "drain", "stop admitting new sessions for maintenance; running ones carry on (root or the "
@@ -124,6 +130,17 @@ int main(int argc, char** argv) {
     absl::Status killed = (*client)->KillSession(kill_session, kill_reason);
     if (!killed.ok()) return Report(killed, address);
     std::printf("session %llu ended\n", static_cast<unsigned long long>(kill_session));
+    return 0;
+  }
+
+  if (*stats) {
+    absl::StatusOr<std::vector<neuronrt::CoreStats>> cores = (*client)->GetStats();
+    if (!cores.ok()) return Report(cores.status(), address);
+    if (stats_json) {
+      std::cout << neuronctl::StatsJson(*cores).dump(2) << "\n";
+    } else {
+      std::cout << neuronctl::StatsTable(*cores);
+    }
     return 0;
   }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -222,8 +223,10 @@ bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
       progressed = true;
       continue;
     }
+    const auto started = std::chrono::steady_clock::now();
     const Outcome outcome = Execute(stream, *context, *std::move(record));
     if (outcome == Outcome::kBlocked) break;
+    if (outcome == Outcome::kDone) Account(std::chrono::steady_clock::now() - started);
     progressed = true;
     if (outcome == Outcome::kDispatched) break;
   }
@@ -301,6 +304,24 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
                                                       OpcodeName(header.opcode))));
       return Outcome::kDone;
   }
+}
+
+void CoreQueue::Account(std::chrono::steady_clock::duration took) {
+  const uint64_t ns = static_cast<uint64_t>(
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+  busy_ns_.fetch_add(ns, std::memory_order_relaxed);
+  latency_log2_ns_[std::bit_width(ns) % 64].fetch_add(1, std::memory_order_relaxed);
+}
+
+CoreQueue::Stats CoreQueue::stats() const {
+  Stats stats;
+  stats.completed = completed_.load(std::memory_order_relaxed);
+  stats.failed = failed_.load(std::memory_order_relaxed);
+  stats.busy_ns = busy_ns_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < stats.latency_log2_ns.size(); ++i) {
+    stats.latency_log2_ns[i] = latency_log2_ns_[i].load(std::memory_order_relaxed);
+  }
+  return stats;
 }
 
 absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& launch) {
@@ -419,8 +440,10 @@ void CoreQueue::DmaLoop() {
       job = std::move(dma_jobs_.front());
       dma_jobs_.pop_front();
     }
+    const auto started = std::chrono::steady_clock::now();
     const absl::Status status =
         job.stream->failed() ? absl::AbortedError("stream failed") : job.run();
+    Account(std::chrono::steady_clock::now() - started);
     Finish(*job.stream, *job.context, job.record, status);
     job.stream->in_flight.store(false, std::memory_order_release);
     Wake();
@@ -430,6 +453,7 @@ void CoreQueue::DmaLoop() {
 void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
                        const absl::Status& status) {
   if (status.ok()) {
+    completed_.fetch_add(1, std::memory_order_relaxed);
     stream.Complete(record.header.sequence);
     context.OnCommandDone(stream, /*failed=*/false);
     return;
@@ -452,6 +476,7 @@ void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t s
                                        .message = message});
   }
   stream.Fail(sequence, nrt_status);
+  failed_.fetch_add(1, std::memory_order_relaxed);
   if (context != nullptr) context->OnCommandDone(stream, /*failed=*/true);
 }
 

@@ -5,7 +5,9 @@
 #ifndef NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
 #define NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -37,6 +39,16 @@ class CoreQueue {
 
   void Attach(std::shared_ptr<Stream> stream);
   void Detach(const Stream& stream);
+
+  // Counters since the queue started.
+  struct Stats {
+    uint64_t completed = 0;
+    uint64_t failed = 0;
+    uint64_t busy_ns = 0;
+    // Execution times: bucket i counts commands that took [2^(i-1), 2^i) ns.
+    std::array<uint64_t, 64> latency_log2_ns{};
+  };
+  Stats stats() const;
 
   // Makes the worker look at every stream again.
   void Wake();
@@ -82,6 +94,8 @@ class CoreQueue {
 
   absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch);
 
+  void Account(std::chrono::steady_clock::duration took);
+
   const uint32_t core_;
   hal::Device& device_;
   const exec::ExecutableCache& executables_;
@@ -95,6 +109,10 @@ class CoreQueue {
   absl::CondVar dma_ready_;
 
   std::atomic<int> waiting_streams_{0};
+  std::atomic<uint64_t> completed_{0};
+  std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> busy_ns_{0};
+  std::array<std::atomic<uint64_t>, 64> latency_log2_ns_{};
   size_t next_session_ = 0;  // worker only: round-robin start
   std::vector<uint8_t> record_buffer_;  // worker only
   std::thread worker_;

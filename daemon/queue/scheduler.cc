@@ -29,4 +29,12 @@ void Scheduler::WakeWaiting() {
   for (auto& [core, queue] : queues_) queue->WakeIfWaiting();
 }
 
+std::map<uint32_t, CoreQueue::Stats> Scheduler::Stats() const {
+  std::map<uint32_t, CoreQueue::Stats> stats;
+  for (uint32_t core = 0; core < backend_.total_logical_cores(); ++core) stats[core] = {};
+  absl::MutexLock lock(&mutex_);
+  for (const auto& [core, queue] : queues_) stats[core] = queue->stats();
+  return stats;
+}
+
 }  // namespace neuron::rtd::queue

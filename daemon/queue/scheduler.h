@@ -39,6 +39,9 @@ class Scheduler {
   // Wakes every queue with a stream waiting on a timeline.
   void WakeWaiting();
 
+  // The counters of every core's queue; zeros for a core never used.
+  std::map<uint32_t, CoreQueue::Stats> Stats() const;
+
  private:
   hal::Backend& backend_;
   const exec::ExecutableCache& executables_;

@@ -121,6 +121,53 @@ grpc::Status AdminService::ResetDevice(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+namespace {
+
+// Percentiles from a log2 histogram: the upper bound of the bucket where the
+// cumulative count reaches the fraction.
+void Summarize(const std::array<uint64_t, 64>& buckets, v1::LatencySummary* out) {
+  uint64_t count = 0;
+  for (uint64_t bucket : buckets) count += bucket;
+  out->set_count(count);
+  if (count == 0) return;
+  auto percentile = [&](double fraction) -> uint64_t {
+    const uint64_t target = std::max<uint64_t>(1, static_cast<uint64_t>(fraction * count));
+    uint64_t seen = 0;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      seen += buckets[i];
+      if (seen >= target) return i == 0 ? 0 : (uint64_t{1} << (i - 1)) * 2 - 1;
+    }
+    return UINT64_MAX;
+  };
+  out->set_p50_ns(percentile(0.50));
+  out->set_p90_ns(percentile(0.90));
+  out->set_p99_ns(percentile(0.99));
+  out->set_max_ns(percentile(1.0));
+}
+
+}  // namespace
+
+grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
+                                    v1::GetStatsResponse* response) {
+  const uint64_t interval_ns =
+      std::max<uint64_t>(1, absl::ToInt64Nanoseconds(status_.uptime()));
+  response->set_interval_ms(interval_ns / 1'000'000);
+  for (const auto& [core, stats] : scheduler_.Stats()) {
+    v1::CoreStats* out = response->add_cores();
+    out->set_core(core);
+    out->set_utilization(static_cast<double>(stats.busy_ns) / static_cast<double>(interval_ns));
+    out->set_executions_completed(stats.completed);
+    out->set_executions_failed(stats.failed);
+    Summarize(stats.latency_log2_ns, out->mutable_execution_latency());
+  }
+  for (const hal::Device* device : backend_.devices()) {
+    v1::DeviceStats* out = response->add_devices();
+    out->set_device_index(device->info().index);
+    out->mutable_memory()->set_tensors_bytes(memory_.stats(device->info().index).used_bytes);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*, const v1::GetCacheInfoRequest*,
                                         v1::GetCacheInfoResponse* response) {
   const exec::CacheStats stats = executables_.stats();

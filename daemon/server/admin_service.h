@@ -6,6 +6,7 @@
 #include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
+#include "daemon/queue/scheduler.h"
 #include "daemon/session/session_manager.h"
 #include "daemon/server/daemon_status.h"
 #include "daemon/server/peer_credentials.h"
@@ -18,10 +19,12 @@ namespace neuron::rtd {
 class AdminService final : public v1::Admin::Service {
  public:
   AdminService(const hal::Backend& backend, const memory::MemoryManager& memory,
-               const exec::ExecutableCache& executables, session::SessionManager& sessions,
-               const PeerRegistry& peers, DaemonStatus& status)
+               const queue::Scheduler& scheduler, const exec::ExecutableCache& executables,
+               session::SessionManager& sessions, const PeerRegistry& peers,
+               DaemonStatus& status)
       : backend_(backend),
         memory_(memory),
+        scheduler_(scheduler),
         executables_(executables),
         sessions_(sessions),
         peers_(peers),
@@ -39,6 +42,8 @@ class AdminService final : public v1::Admin::Service {
                      v1::DrainResponse* response) override;
   grpc::Status ResetDevice(grpc::ServerContext* context, const v1::ResetDeviceRequest* request,
                            v1::ResetDeviceResponse* response) override;
+  grpc::Status GetStats(grpc::ServerContext* context, const v1::GetStatsRequest* request,
+                        v1::GetStatsResponse* response) override;
   grpc::Status GetCacheInfo(grpc::ServerContext* context, const v1::GetCacheInfoRequest* request,
                             v1::GetCacheInfoResponse* response) override;
 
@@ -48,6 +53,7 @@ class AdminService final : public v1::Admin::Service {
 
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
+  const queue::Scheduler& scheduler_;
   const exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
   const PeerRegistry& peers_;

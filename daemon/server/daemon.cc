@@ -72,7 +72,7 @@ Daemon::Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend
       scheduler_(*backend_, executables_),
       sessions_(SessionConfigFrom(config.session), *backend_, scheduler_, memory_),
       listener_(std::move(listener)),
-      admin_service_(*backend_, memory_, executables_, sessions_, peers_, status_),
+      admin_service_(*backend_, memory_, scheduler_, executables_, sessions_, peers_, status_),
       runtime_service_(*backend_, memory_, executables_, sessions_, peers_,
                        "unix:" + DataPlanePath(listener_->path())) {}
 

@@ -57,6 +57,19 @@ struct SessionInfo {
   uint64_t opened_at_unix_ms = 0;
 };
 
+// One core's counters since the daemon started (`neuronctl stats`).
+struct CoreStats {
+  uint32_t core = 0;
+  // Compute and DMA engine time per wall second: 0 to 2.
+  double utilization = 0;
+  uint64_t executions_completed = 0;
+  uint64_t executions_failed = 0;
+  // Execution time percentiles, upper bounds of power-of-two buckets.
+  uint64_t latency_p50_ns = 0;
+  uint64_t latency_p99_ns = 0;
+  uint64_t latency_max_ns = 0;
+};
+
 struct RuntimeInfo {
   std::string daemon_version;
   uint32_t abi_version_major = 0;

@@ -94,6 +94,25 @@ class GrpcClient final : public Client {
     return StateName(response.state());
   }
 
+  absl::StatusOr<std::vector<CoreStats>> GetStats() const override {
+    grpc::ClientContext context;
+    PrepareContext(context);
+    v1::GetStatsResponse response;
+    grpc::Status status = admin_->GetStats(&context, v1::GetStatsRequest(), &response);
+    if (!status.ok()) return FromGrpc(status, address_, "GetStats");
+    std::vector<CoreStats> cores;
+    for (const v1::CoreStats& core : response.cores()) {
+      cores.push_back(CoreStats{.core = core.core(),
+                                .utilization = core.utilization(),
+                                .executions_completed = core.executions_completed(),
+                                .executions_failed = core.executions_failed(),
+                                .latency_p50_ns = core.execution_latency().p50_ns(),
+                                .latency_p99_ns = core.execution_latency().p99_ns(),
+                                .latency_max_ns = core.execution_latency().max_ns()});
+    }
+    return cores;
+  }
+
   absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const override {
     grpc::ClientContext context;
     PrepareContext(context);

@@ -124,10 +124,10 @@ TEST_F(DaemonE2eTest, MethodsNotYetServedSayWhichMethod) {
 
   auto admin = rtd::v1::Admin::NewStub(channel);
   grpc::ClientContext admin_context;
-  rtd::v1::GetStatsResponse stats;
-  status = admin->GetStats(&admin_context, rtd::v1::GetStatsRequest(), &stats);
+  rtd::v1::ClearCacheResponse cleared;
+  status = admin->ClearCache(&admin_context, rtd::v1::ClearCacheRequest(), &cleared);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("neuron.rtd.v1.Admin/GetStats"));
+  EXPECT_THAT(status.error_message(), HasSubstr("neuron.rtd.v1.Admin/ClearCache"));
 }
 
 TEST_F(DaemonE2eTest, OversizedMessagesAreRefused) {

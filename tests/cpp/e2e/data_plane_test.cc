@@ -542,6 +542,28 @@ TEST_F(DataPlaneTest, NeuronctlKillEndsTheSessionAndItsClientSeesWhy) {
   EXPECT_THAT(again.err, HasSubstr("no session"));
 }
 
+TEST_F(DataPlaneTest, StatsCountEveryCoresCommands) {
+  auto session = Open();
+  auto buffer = *session->Allocate(1, kMiB);
+  auto stream = *session->CreateStream(1);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(stream->Fill(buffer.device_address, 64, i, 1).ok());
+  ASSERT_TRUE(stream->Fill(buffer.device_address + kMiB, 8, 0, 1).ok());
+  EXPECT_FALSE(stream->Synchronize().ok());
+  testing::CommandResult stats = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", address(), "stats", "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const nlohmann::json cores = nlohmann::json::parse(stats.out)["cores"];
+  ASSERT_EQ(cores.size(), 2u);
+  EXPECT_EQ(cores[0]["executions_completed"], 0);
+  EXPECT_EQ(cores[1]["executions_completed"], 10);
+  EXPECT_EQ(cores[1]["executions_failed"], 1);
+  EXPECT_GT(cores[1]["latency_max_ns"].get<uint64_t>(), 0u);
+  EXPECT_GE(cores[1]["latency_max_ns"].get<uint64_t>(), cores[1]["latency_p50_ns"].get<uint64_t>());
+  testing::CommandResult table =
+      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "stats"});
+  EXPECT_THAT(table.out, HasSubstr("UTIL"));
+}
+
 TEST_F(DataPlaneTest, DrainRefusesNewSessionsAndKeepsRunningOnes) {
   auto running = Open("running");
   auto buffer = *running->Allocate(0, kMiB);
