@@ -111,6 +111,7 @@ absl::Status Daemon::Start() {
   builder.RegisterService(&admin_service_);
   builder.RegisterService(&runtime_service_);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<CallTrackerFactory>(calls_));
   interceptors.push_back(std::make_unique<UnimplementedInterceptorFactory>());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // No listening port: the daemon accepts connections itself, to read each
@@ -136,7 +137,11 @@ void Daemon::Shutdown(absl::Duration grace) {
   status_.set_state(v1::SERVING_STATE_STOPPING);
   listener_->Stop();
   if (server_) {
-    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
+    if (!calls_.WaitIdle(grace)) {
+      spdlog::warn("calls still in flight after {} ms; cancelling them",
+                   absl::ToInt64Milliseconds(grace));
+    }
+    server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
     server_.reset();
   }

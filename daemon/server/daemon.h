@@ -16,6 +16,7 @@
 #include "daemon/memory/memory_manager.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/server/admin_service.h"
+#include "daemon/server/call_tracker.h"
 #include "daemon/server/data_plane.h"
 #include "daemon/server/daemon_status.h"
 #include "daemon/server/peer_credentials.h"
@@ -37,8 +38,8 @@ class Daemon {
   absl::Status Start();
 
   // Stops accepting connections and removes the socket, lets in-flight calls
-  // finish within `grace`, cancels the rest, and returns when the server has
-  // stopped.
+  // finish within `grace`, cancels the rest, ends every session, and returns
+  // when the server has stopped.
   void Shutdown(absl::Duration grace);
 
   const std::string& socket_path() const { return listener_->path(); }
@@ -50,6 +51,7 @@ class Daemon {
   const DaemonConfig config_;
   DaemonStatus status_;
   PeerRegistry peers_;
+  CallTracker calls_;
   // Destroyed in reverse: the data plane and the sessions first, then the
   // queues (whose copies may still hold segments), then memory, then devices.
   std::unique_ptr<hal::Backend> backend_;

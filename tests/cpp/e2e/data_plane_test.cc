@@ -668,6 +668,28 @@ TEST_F(DataPlaneTest, SessionQuotasComeFromTheConfig) {
   EXPECT_THAT((*big_ring)->CreateStream(0).status().message(), HasSubstr("exceeds session"));
 }
 
+TEST_F(DataPlaneTest, StoppingTheDaemonEndsBusyClientsCleanly) {
+  auto probe = testing::Subprocess::Spawn({testing::ClientProbeBinary(), "hold", address(), "0"});
+  ASSERT_TRUE(probe.ok());
+  ASSERT_TRUE((*probe)->WaitReady().ok()) << (*probe)->Stderr();
+  auto session = Open();
+  auto buffer = *session->Allocate(1, kMiB);
+  auto stream = *session->CreateStream(1);
+  daemon_->Signal(SIGTERM);
+  absl::StatusOr<int> daemon_code = daemon_->Wait(absl::Seconds(30));
+  ASSERT_TRUE(daemon_code.ok()) << "the daemon did not stop";
+  EXPECT_EQ(*daemon_code, 0) << daemon_->Stderr();
+  absl::StatusOr<int> probe_code = (*probe)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(probe_code.ok()) << "the busy client hung";
+  EXPECT_EQ(*probe_code, 1);
+  EXPECT_THAT((*probe)->Stderr(), HasSubstr("probe: "));
+  absl::Status after = stream->Fill(buffer.device_address, 64, 0, 1).status();
+  if (after.ok()) after = stream->Synchronize();
+  EXPECT_TRUE(after.code() == absl::StatusCode::kAborted ||
+              after.code() == absl::StatusCode::kUnavailable)
+      << after;
+}
+
 TEST_F(DataPlaneTest, UnattachedSessionsExpire) {
   const std::string config = dir_.WriteFile("rtd.toml", "[session]\nattach_timeout_ms = 200\n");
   StartDaemon({"--config", config});

@@ -6,12 +6,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "neuron/rtd/abi/command_ring.h"
+#include "neuron/rtd/content_hash.h"
 #include "neuron/rtd/v1/admin.grpc.pb.h"
 #include "neuron/rtd/v1/executable.pb.h"
 #include "neuron/rtd/v1/runtime.grpc.pb.h"
+#include "absl/time/clock.h"
 #include "neuronrt/session.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -247,6 +252,44 @@ TEST_F(ExecutableTest, ABodyMustMatchItsHash) {
   // This connection's peer (this process) owns the session.
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("does not match"));
+}
+
+TEST_F(ExecutableTest, AStoppingDaemonFinishesCallsInFlight) {
+  v1::EagerOp neg;
+  neg.set_name("aten::neg");
+  *neg.add_arguments()->mutable_tensor() = Spec({8}, {1}, 0);
+  *neg.add_outputs() = Spec({8}, {1}, 1);
+  const std::string body = Body(neg);
+  auto runtime = v1::Runtime::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::LoadExecutableResponse response;
+  auto writer = runtime->LoadExecutable(&context, &response);
+  v1::LoadExecutableChunk header;
+  header.mutable_header()->set_session_id(session_->id());
+  header.mutable_header()->set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
+  header.mutable_header()->set_content_hash(rtd::ContentHash(body));
+  header.mutable_header()->set_total_bytes(body.size());
+  ASSERT_TRUE(writer->Write(header));
+
+  daemon_->Signal(SIGTERM);
+  // The daemon removes its socket as it stops accepting: from then on this
+  // call is one it must let finish.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (::access(socket_.c_str(), F_OK) == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_NE(::access(socket_.c_str(), F_OK), 0) << "the daemon did not start stopping";
+  v1::LoadExecutableChunk data;
+  data.set_data(body);
+  ASSERT_TRUE(writer->Write(data));
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_GE(response.executable_id(), NEURON_RTD_FIRST_LOADED_EXECUTABLE);
+  absl::StatusOr<int> code = daemon_->Wait(absl::Seconds(30));
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 0);
 }
 
 }  // namespace
