@@ -30,99 +30,64 @@ class GrpcClient final : public Client {
   const DaemonAddress& address() const override { return address_; }
 
   absl::StatusOr<std::vector<DeviceInfo>> ListDevices() const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
-    v1::ListDevicesResponse response;
-    grpc::Status status = runtime_->ListDevices(&context, v1::ListDevicesRequest(), &response);
-    if (!status.ok()) return internal::FromGrpc(status, address_, "ListDevices");
+    auto response = Call(&v1::Runtime::Stub::ListDevices, v1::ListDevicesRequest(), "ListDevices");
+    if (!response.ok()) return response.status();
     std::vector<DeviceInfo> devices;
-    devices.reserve(response.devices_size());
-    for (const v1::DeviceInfo& device : response.devices()) {
-      devices.push_back(internal::FromProto(device));
-    }
+    for (const v1::DeviceInfo& device : response->devices()) devices.push_back(FromProto(device));
     return devices;
   }
 
   absl::StatusOr<HealthInfo> Health() const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
-    v1::HealthResponse response;
-    grpc::Status status = admin_->Health(&context, v1::HealthRequest(), &response);
-    if (!status.ok()) return internal::FromGrpc(status, address_, "Health");
-    return internal::FromProto(response);
+    auto response = Call(&v1::Admin::Stub::Health, v1::HealthRequest(), "Health");
+    if (!response.ok()) return response.status();
+    return FromProto(*response);
   }
 
   absl::StatusOr<RuntimeInfo> GetRuntimeInfo() const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
-    v1::GetRuntimeInfoResponse response;
-    grpc::Status status =
-        runtime_->GetRuntimeInfo(&context, v1::GetRuntimeInfoRequest(), &response);
-    if (!status.ok()) return internal::FromGrpc(status, address_, "GetRuntimeInfo");
-    return internal::FromProto(response);
+    auto response =
+        Call(&v1::Runtime::Stub::GetRuntimeInfo, v1::GetRuntimeInfoRequest(), "GetRuntimeInfo");
+    if (!response.ok()) return response.status();
+    return FromProto(*response);
   }
 
   absl::StatusOr<std::vector<SessionInfo>> ListSessions() const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
-    v1::ListSessionsResponse response;
-    grpc::Status status = admin_->ListSessions(&context, v1::ListSessionsRequest(), &response);
-    if (!status.ok()) return FromGrpc(status, address_, "ListSessions");
+    auto response = Call(&v1::Admin::Stub::ListSessions, v1::ListSessionsRequest(), "ListSessions");
+    if (!response.ok()) return response.status();
     std::vector<SessionInfo> sessions;
-    for (const v1::SessionInfo& session : response.sessions()) sessions.push_back(FromProto(session));
+    for (const v1::SessionInfo& session : response->sessions()) sessions.push_back(FromProto(session));
     return sessions;
   }
 
   absl::Status KillSession(uint64_t session_id, const std::string& reason) const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
     v1::KillSessionRequest request;
     request.set_session_id(session_id);
     request.set_reason(reason);
-    v1::KillSessionResponse response;
-    return FromGrpc(admin_->KillSession(&context, request, &response), address_, "KillSession");
+    return Call(&v1::Admin::Stub::KillSession, request, "KillSession").status();
   }
 
   absl::StatusOr<std::string> Drain(bool enable) const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
     v1::DrainRequest request;
     request.set_enable(enable);
-    v1::DrainResponse response;
-    grpc::Status status = admin_->Drain(&context, request, &response);
-    if (!status.ok()) return FromGrpc(status, address_, "Drain");
-    return StateName(response.state());
+    auto response = Call(&v1::Admin::Stub::Drain, request, "Drain");
+    if (!response.ok()) return response.status();
+    return StateName(response->state());
   }
 
   absl::StatusOr<std::vector<CoreStats>> GetStats() const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
-    v1::GetStatsResponse response;
-    grpc::Status status = admin_->GetStats(&context, v1::GetStatsRequest(), &response);
-    if (!status.ok()) return FromGrpc(status, address_, "GetStats");
+    auto response = Call(&v1::Admin::Stub::GetStats, v1::GetStatsRequest(), "GetStats");
+    if (!response.ok()) return response.status();
     std::vector<CoreStats> cores;
-    for (const v1::CoreStats& core : response.cores()) {
-      cores.push_back(CoreStats{.core = core.core(),
-                                .utilization = core.utilization(),
-                                .executions_completed = core.executions_completed(),
-                                .executions_failed = core.executions_failed(),
-                                .latency_p50_ns = core.execution_latency().p50_ns(),
-                                .latency_p99_ns = core.execution_latency().p99_ns(),
-                                .latency_max_ns = core.execution_latency().max_ns()});
-    }
+    for (const v1::CoreStats& core : response->cores()) cores.push_back(FromProto(core));
     return cores;
   }
 
   absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const override {
-    grpc::ClientContext context;
-    PrepareContext(context);
     v1::ResetDeviceRequest request;
     request.set_device_index(device_index);
-    v1::ResetDeviceResponse response;
-    grpc::Status status = admin_->ResetDevice(&context, request, &response);
-    if (!status.ok()) return FromGrpc(status, address_, "ResetDevice");
-    return std::vector<uint64_t>(response.failed_sessions().begin(),
-                                 response.failed_sessions().end());
+    auto response = Call(&v1::Admin::Stub::ResetDevice, request, "ResetDevice");
+    if (!response.ok()) return response.status();
+    return std::vector<uint64_t>(response->failed_sessions().begin(),
+                                 response->failed_sessions().end());
   }
 
   // Sets the call's deadline from ClientOptions.rpc_timeout.
@@ -132,22 +97,36 @@ class GrpcClient final : public Client {
   }
   v1::Runtime::Stub& runtime() const { return *runtime_; }
 
-  // One unary Runtime call with the configured deadline; a failure as the
-  // daemon's status, naming the call.
+  // One unary call with the configured deadline; a failure as the daemon's
+  // status, naming the call. The stub follows from the method.
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(grpc::Status (v1::Runtime::Stub::*method)(grpc::ClientContext*,
                                                                           const Request&,
                                                                           Response*),
                                 const Request& request, std::string_view name) const {
+    return CallOn(*runtime_, method, request, name);
+  }
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::Admin::Stub::*method)(grpc::ClientContext*,
+                                                                        const Request&, Response*),
+                                const Request& request, std::string_view name) const {
+    return CallOn(*admin_, method, request, name);
+  }
+
+ private:
+  template <typename Stub, typename Request, typename Response>
+  absl::StatusOr<Response> CallOn(Stub& stub,
+                                  grpc::Status (Stub::*method)(grpc::ClientContext*,
+                                                               const Request&, Response*),
+                                  const Request& request, std::string_view name) const {
     grpc::ClientContext context;
     PrepareContext(context);
     Response response;
-    grpc::Status status = (runtime_.get()->*method)(&context, request, &response);
+    grpc::Status status = (stub.*method)(&context, request, &response);
     if (!status.ok()) return FromGrpc(status, address_, name);
     return response;
   }
 
- private:
   const DaemonAddress address_;
   const absl::Duration rpc_timeout_;
   const std::unique_ptr<v1::Admin::Stub> admin_;

@@ -98,6 +98,16 @@ SessionInfo FromProto(const v1::SessionInfo& session) {
   return info;
 }
 
+CoreStats FromProto(const v1::CoreStats& core) {
+  return CoreStats{.core = core.core(),
+                   .utilization = core.utilization(),
+                   .executions_completed = core.executions_completed(),
+                   .executions_failed = core.executions_failed(),
+                   .latency_p50_ns = core.execution_latency().p50_ns(),
+                   .latency_p99_ns = core.execution_latency().p99_ns(),
+                   .latency_max_ns = core.execution_latency().max_ns()};
+}
+
 absl::Status FromGrpc(const grpc::Status& status, const DaemonAddress& address,
                       std::string_view call) {
   if (status.ok()) return absl::OkStatus();

@@ -16,6 +16,7 @@ DeviceInfo FromProto(const neuron::rtd::v1::DeviceInfo& device);
 HealthInfo FromProto(const neuron::rtd::v1::HealthResponse& health);
 RuntimeInfo FromProto(const neuron::rtd::v1::GetRuntimeInfoResponse& info);
 SessionInfo FromProto(const neuron::rtd::v1::SessionInfo& session);
+CoreStats FromProto(const neuron::rtd::v1::CoreStats& core);
 // "serving", "draining", "stopping".
 std::string StateName(neuron::rtd::v1::ServingState state);
 
