@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -606,6 +608,38 @@ TEST_F(DataPlaneTest, ResetDeviceEndsItsSessions) {
       testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "reset", "7"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("no device 7"));
+}
+
+TEST_F(DataPlaneTest, OtherUsersCannotKillDrainOrReset) {
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "needs root and setpriv to act as another user";
+  }
+  auto session = Open("root's");
+  // Let another user reach the socket at all; the daemon's own checks are
+  // what this test is about.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(socket_.c_str(), 0666), 0);
+  auto as_nobody = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                     "--clear-groups", testing::NeuronctlBinary(), "--address",
+                                     address()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunCommand(argv);
+  };
+  testing::CommandResult ps = as_nobody({"ps", "--json"});
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  testing::CommandResult kill = as_nobody({"kill", std::to_string(session->id())});
+  EXPECT_EQ(kill.exit_code, 1);
+  EXPECT_THAT(kill.err, HasSubstr("belongs to uid 0; uid 65534 may not use it"));
+  testing::CommandResult drain = as_nobody({"drain"});
+  EXPECT_EQ(drain.exit_code, 1);
+  EXPECT_THAT(drain.err, HasSubstr("only root or uid 0 may drain"));
+  testing::CommandResult reset = as_nobody({"reset", "0"});
+  EXPECT_EQ(reset.exit_code, 1);
+  EXPECT_THAT(reset.err, HasSubstr("may reset a device"));
+  // The session survived all of it.
+  auto stream = *session->CreateStream(0);
+  EXPECT_TRUE(stream->Synchronize().ok());
 }
 
 TEST_F(DataPlaneTest, DaemonDeathEndsWaitsWithAnError) {
