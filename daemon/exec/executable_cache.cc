@@ -109,6 +109,11 @@ absl::StatusOr<hal::OpValue> ToValue(const v1::OpArgument& argument, std::string
           .kind = static_cast<hal::ImmediateScalar::Kind>(immediate.kind()),
           .offset = immediate.offset()});
     }
+    case v1::OpArgument::kGenerator:
+      if (argument.generator().offset() > NEURON_RTD_MAX_RECORD_BYTES) {
+        return Invalid(where, "generator seed offset beyond any record");
+      }
+      return hal::OpValue(hal::GeneratorSeed{.offset = argument.generator().offset()});
     default:
       return Invalid(where, "argument has no value");
   }

@@ -27,6 +27,11 @@ struct ImmediateScalar {
   uint32_t offset = 0;
 };
 
+// A random generator seeded with the uint64 at `offset` in the LAUNCH scalars.
+struct GeneratorSeed {
+  uint32_t offset = 0;
+};
+
 struct NoneValue {};
 struct ScalarTypeValue {
   int32_t dtype = 0;
@@ -34,7 +39,7 @@ struct ScalarTypeValue {
 
 using OpValue = std::variant<NoneValue, TensorLayout, int64_t, double, bool, std::vector<int64_t>,
                              ScalarTypeValue, std::string, std::vector<TensorLayout>,
-                             ImmediateScalar>;
+                             ImmediateScalar, GeneratorSeed>;
 
 struct EagerOpPlan {
   std::string name;      // "aten::add"

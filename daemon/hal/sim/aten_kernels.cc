@@ -1,5 +1,6 @@
 #include "daemon/hal/sim/aten_kernels.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/from_blob.h>
@@ -96,6 +97,11 @@ absl::StatusOr<c10::IValue> ToIValue(HbmArena& arena, const OpValue& value,
       tensors.push_back(*std::move(tensor));
     }
     return c10::IValue(std::move(tensors));
+  }
+  if (const auto* generator = std::get_if<GeneratorSeed>(&value)) {
+    absl::StatusOr<uint64_t> seed = ReadImmediate<uint64_t>(scalars, generator->offset);
+    if (!seed.ok()) return seed.status();
+    return c10::IValue(at::detail::createCPUGenerator(*seed));
   }
   const auto& immediate = std::get<ImmediateScalar>(value);
   switch (immediate.kind) {

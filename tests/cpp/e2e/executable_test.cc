@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "neuron/rtd/abi/command_ring.h"
@@ -126,6 +127,28 @@ TEST_F(ExecutableTest, ImmediateScalarsChangeFromCallToCall) {
     std::vector<float> result = Download(20, 4);
     for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(result[i], (i + 1) + factor * 10) << factor;
   }
+}
+
+TEST_F(ExecutableTest, RandomOpsAreReproducibleFromTheirSeed) {
+  v1::EagerOp normal_;
+  normal_.set_name("aten::normal_");
+  *normal_.add_arguments()->mutable_tensor() = Spec({64}, {1}, 0);
+  normal_.add_arguments()->set_double_value(0.0);
+  normal_.add_arguments()->set_double_value(1.0);
+  normal_.add_arguments()->mutable_generator()->set_offset(0);
+  const uint64_t id = *session_->LoadExecutable(Body(normal_));
+  auto draw = [&](uint64_t seed, uint64_t float_offset) {
+    const uint64_t addresses[] = {At(float_offset)};
+    EXPECT_TRUE(
+        stream_->Launch(id, addresses, std::span(reinterpret_cast<const uint8_t*>(&seed), 8)).ok());
+    return Download(float_offset, 64);
+  };
+  const std::vector<float> first = draw(1234, 0);
+  EXPECT_EQ(draw(1234, 100), first);
+  EXPECT_NE(draw(1235, 200), first);
+  float sum = 0;
+  for (float value : first) sum += value;
+  EXPECT_LT(std::abs(sum / 64), 0.5f) << "normally distributed around 0";
 }
 
 TEST_F(ExecutableTest, InPlaceOpOnAStridedView) {
