@@ -323,18 +323,9 @@ absl::StatusOr<uint64_t> StreamState::Submit(uint16_t opcode, std::span<const ui
     tail_ += pad;
   }
   const uint64_t sequence = last_submitted_.load() + 1;
-  char* record = records_ + tail_ % capacity_;
-  neuron_rtd_record_header header{};
-  header.length = length;
-  header.opcode = opcode;
-  header.sequence = sequence;
-  header.op_name_bytes = static_cast<uint16_t>(op_name.size());
-  header.payload_bytes = static_cast<uint32_t>(payload.size());
-  std::memcpy(record, &header, sizeof(header));
-  if (!payload.empty()) std::memcpy(record + sizeof(header), payload.data(), payload.size());
-  if (!op_name.empty()) {
-    std::memcpy(record + sizeof(header) + payload.size(), op_name.data(), op_name.size());
-  }
+  neuron_rtd_encode_record(records_ + tail_ % capacity_, opcode, sequence, payload.data(),
+                           static_cast<uint32_t>(payload.size()), op_name.data(),
+                           static_cast<uint32_t>(op_name.size()));
   tail_ += length;
   last_submitted_.store(sequence);
   std::atomic_ref<uint64_t>(header_->tail).store(tail_, std::memory_order_release);

@@ -14,18 +14,10 @@ using ::testing::HasSubstr;
 // A record image: header, payload, op name, zero padding.
 std::vector<uint8_t> Record(uint16_t opcode, const void* payload, uint32_t payload_bytes,
                             std::string_view name = "op", uint64_t sequence = 1) {
-  const uint32_t length =
-      neuron_rtd_record_length(payload_bytes, static_cast<uint32_t>(name.size()));
-  std::vector<uint8_t> bytes(length, 0);
-  neuron_rtd_record_header header{};
-  header.length = length;
-  header.opcode = opcode;
-  header.sequence = sequence;
-  header.op_name_bytes = static_cast<uint16_t>(name.size());
-  header.payload_bytes = payload_bytes;
-  std::memcpy(bytes.data(), &header, sizeof(header));
-  if (payload_bytes > 0) std::memcpy(bytes.data() + sizeof(header), payload, payload_bytes);
-  std::memcpy(bytes.data() + sizeof(header) + payload_bytes, name.data(), name.size());
+  std::vector<uint8_t> bytes(
+      neuron_rtd_record_length(payload_bytes, static_cast<uint32_t>(name.size())));
+  neuron_rtd_encode_record(bytes.data(), opcode, sequence, payload, payload_bytes, name.data(),
+                           static_cast<uint32_t>(name.size()));
   return bytes;
 }
 

@@ -129,18 +129,11 @@ std::vector<v1::ErrorDetail> RawSession::Errors(uint64_t stream_id) {
 
 std::vector<uint8_t> MakeRecord(uint16_t opcode, std::span<const uint8_t> payload,
                                 uint64_t sequence, std::string_view op_name) {
-  const uint32_t length = neuron_rtd_record_length(static_cast<uint32_t>(payload.size()),
-                                                   static_cast<uint32_t>(op_name.size()));
-  std::vector<uint8_t> bytes(length, 0);
-  neuron_rtd_record_header header{};
-  header.length = length;
-  header.opcode = opcode;
-  header.sequence = sequence;
-  header.op_name_bytes = static_cast<uint16_t>(op_name.size());
-  header.payload_bytes = static_cast<uint32_t>(payload.size());
-  std::memcpy(bytes.data(), &header, sizeof(header));
-  if (!payload.empty()) std::memcpy(bytes.data() + sizeof(header), payload.data(), payload.size());
-  std::memcpy(bytes.data() + sizeof(header) + payload.size(), op_name.data(), op_name.size());
+  std::vector<uint8_t> bytes(neuron_rtd_record_length(static_cast<uint32_t>(payload.size()),
+                                                      static_cast<uint32_t>(op_name.size())));
+  neuron_rtd_encode_record(bytes.data(), opcode, sequence, payload.data(),
+                           static_cast<uint32_t>(payload.size()), op_name.data(),
+                           static_cast<uint32_t>(op_name.size()));
   return bytes;
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
+#include <vector>
 #include <type_traits>
 
 extern "C" uint32_t neuron_rtd_abi_c_record_length(uint32_t payload, uint32_t name);
@@ -19,6 +21,29 @@ TEST(CommandRingAbiTest, RecordLengthIsAlignedAndBounded) {
             NEURON_RTD_MAX_RECORD_BYTES);
   EXPECT_EQ(neuron_rtd_record_length(NEURON_RTD_MAX_RECORD_BYTES - 32, 1), 0u);
   EXPECT_EQ(neuron_rtd_record_length(0xffffffffu, 0xffffffffu), 0u) << "no overflow";
+}
+
+TEST(CommandRingAbiTest, EncodeWritesHeaderPayloadNameAndZeroPadding) {
+  const uint64_t payload[2] = {7, 9};
+  std::vector<uint8_t> out(128, 0xee);
+  const uint32_t length =
+      neuron_rtd_encode_record(out.data(), NEURON_RTD_OP_WAIT, 42, payload, 16, "wait", 4);
+  ASSERT_EQ(length, 64u);
+  neuron_rtd_record_header header;
+  std::memcpy(&header, out.data(), sizeof(header));
+  EXPECT_EQ(header.length, 64u);
+  EXPECT_EQ(header.opcode, NEURON_RTD_OP_WAIT);
+  EXPECT_EQ(header.sequence, 42u);
+  EXPECT_EQ(header.payload_bytes, 16u);
+  EXPECT_EQ(header.op_name_bytes, 4u);
+  EXPECT_EQ(header.flags, 0);
+  EXPECT_EQ(std::memcmp(out.data() + 32, payload, 16), 0);
+  EXPECT_EQ(std::memcmp(out.data() + 48, "wait", 4), 0);
+  for (uint32_t i = 52; i < 64; ++i) EXPECT_EQ(out[i], 0) << i;
+  EXPECT_EQ(out[64], 0xee) << "nothing written past the record";
+  EXPECT_EQ(neuron_rtd_encode_record(out.data(), NEURON_RTD_OP_COPY, 1, nullptr,
+                                     NEURON_RTD_MAX_RECORD_BYTES, nullptr, 0),
+            0u);
 }
 
 TEST(CommandRingAbiTest, CAndCxxAgree) {

@@ -35,6 +35,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define NEURON_RTD_ABI_VERSION_MAJOR 1u
 #define NEURON_RTD_ABI_VERSION_MINOR 0u
@@ -331,6 +332,31 @@ static inline uint32_t neuron_rtd_record_length(uint32_t payload_bytes, uint32_t
   const uint64_t aligned =
       (raw + NEURON_RTD_RECORD_ALIGN - 1) & ~(uint64_t)(NEURON_RTD_RECORD_ALIGN - 1);
   return aligned > NEURON_RTD_MAX_RECORD_BYTES ? 0u : (uint32_t)aligned;
+}
+
+/* Writes a whole record (header, payload, op name, zero padding) at `out`,
+ * which must hold neuron_rtd_record_length(payload_bytes, op_name_bytes)
+ * bytes. Returns that length, or 0 (writing nothing) when the record would
+ * exceed NEURON_RTD_MAX_RECORD_BYTES. The one encoder of the record layout. */
+static inline uint32_t neuron_rtd_encode_record(void* out, uint16_t opcode, uint64_t sequence,
+                                                const void* payload, uint32_t payload_bytes,
+                                                const char* op_name, uint32_t op_name_bytes) {
+  const uint32_t length = neuron_rtd_record_length(payload_bytes, op_name_bytes);
+  if (length == 0 || op_name_bytes > 0xffffu) return 0;
+  struct neuron_rtd_record_header header;
+  memset(&header, 0, sizeof(header));
+  header.length = length;
+  header.opcode = opcode;
+  header.sequence = sequence;
+  header.op_name_bytes = (uint16_t)op_name_bytes;
+  header.payload_bytes = payload_bytes;
+  char* bytes = (char*)out;
+  memcpy(bytes, &header, sizeof(header));
+  if (payload_bytes > 0) memcpy(bytes + sizeof(header), payload, payload_bytes);
+  if (op_name_bytes > 0) memcpy(bytes + sizeof(header) + payload_bytes, op_name, op_name_bytes);
+  const uint32_t used = (uint32_t)sizeof(header) + payload_bytes + op_name_bytes;
+  memset(bytes + used, 0, length - used);
+  return length;
 }
 
 #ifdef __cplusplus
