@@ -4,11 +4,13 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "daemon/common/logging.h"
 #include "daemon/common/os_sys_calls.h"
 #include "daemon/config/config.h"
@@ -26,6 +28,35 @@ int Fail(int code, const absl::Status& status) {
   return code;
 }
 
+// Returns true on SIGTERM/SIGINT, false once the daemon has been idle for
+// `idle_exit` (never when it is zero). Idleness is sampled once a second.
+bool WaitForStop(const sigset_t& stop_signals, absl::Duration idle_exit,
+                 neuron::rtd::Daemon& daemon) {
+  const absl::Duration tick = idle_exit == absl::ZeroDuration()
+                                  ? absl::InfiniteDuration()
+                                  : std::min(absl::Seconds(1), idle_exit);
+  absl::Time idle_since = absl::Now();
+  while (true) {
+    int signal_number = 0;
+    if (tick == absl::InfiniteDuration()) {
+      if (sigwait(&stop_signals, &signal_number) != 0) continue;
+    } else {
+      const timespec timeout = absl::ToTimespec(tick);
+      signal_number = sigtimedwait(&stop_signals, nullptr, &timeout);
+    }
+    if (signal_number > 0) {
+      spdlog::info("received {}, stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+      return true;
+    }
+    const absl::Time now = absl::Now();
+    if (!daemon.Idle()) {
+      idle_since = now;
+    } else if (now - idle_since >= idle_exit) {
+      return false;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,6 +67,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::string socket_path, sim_preset, log_level;
   int64_t logical_nc_config = 0;
+  int64_t idle_exit_seconds = 0;
   bool show_version = false;
   app.add_option("--config", config_path,
                  absl::StrFormat("TOML configuration file (default: %s when it exists)",
@@ -47,6 +79,9 @@ int main(int argc, char** argv) {
                  "trace, debug, info, warn, error, critical or off (log.level)");
   app.add_option("--logical-nc-config", logical_nc_config,
                  "physical NeuronCores per logical core, 1 or 2 (device.logical_nc_config)");
+  app.add_option("--idle-exit", idle_exit_seconds,
+                 "exit after this many seconds without sessions; 0: never "
+                 "(server.idle_exit_seconds)");
   app.add_flag("--version", show_version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -79,6 +114,7 @@ int main(int argc, char** argv) {
   if (app.count("--sim-preset") > 0) overrides.sim_preset = sim_preset;
   if (app.count("--log-level") > 0) overrides.log_level = log_level;
   if (app.count("--logical-nc-config") > 0) overrides.logical_nc_config = logical_nc_config;
+  if (app.count("--idle-exit") > 0) overrides.idle_exit_seconds = idle_exit_seconds;
   if (absl::Status status = ApplyOverrides(overrides, config); !status.ok()) {
     return Fail(kExitBadConfig, status);
   }
@@ -93,10 +129,10 @@ int main(int argc, char** argv) {
   sd_notifyf(0, "READY=1\nSTATUS=serving on unix:%s\nMAINPID=%d",
              (*daemon)->socket_path().c_str(), static_cast<int>(::getpid()));
 
-  int signal_number = 0;
-  while (sigwait(&stop_signals, &signal_number) != 0) {
+  const absl::Duration idle_exit = absl::Seconds(config.server.idle_exit_seconds);
+  if (!WaitForStop(stop_signals, idle_exit, **daemon)) {
+    spdlog::info("idle for {} s, stopping", config.server.idle_exit_seconds);
   }
-  spdlog::info("received {}, stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
   sd_notify(0, "STOPPING=1");
   (*daemon)->Shutdown(absl::Milliseconds(config.server.shutdown_timeout_ms));
   daemon->reset();

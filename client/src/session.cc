@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/content_hash.h"
+#include "src/internal/eager_op_encoder.h"
 #include "src/internal/session_core.h"
 
 namespace neuronrt {
@@ -371,6 +372,11 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
   grpc::Status status = writer->Finish();
   if (!status.ok()) return internal::FromGrpc(status, core_->client().address(), "LoadExecutable");
   return response.executable_id();
+}
+
+absl::StatusOr<uint64_t> Session::LoadEagerOp(const neuron::rtd::EagerOpPlan& plan,
+                                              std::string_view name) {
+  return LoadExecutable(internal::EncodeEagerOp(plan), name);
 }
 
 absl::Status Session::Close() { return core_->MarkClosed(); }

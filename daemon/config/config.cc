@@ -85,6 +85,16 @@ absl::Status ApplyShutdownTimeout(const Value& value, DaemonConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status ApplyIdleExit(const Value& value, DaemonConfig& config) {
+  const int64_t seconds = std::get<int64_t>(value);
+  constexpr int64_t kMax = 7 * 24 * 3600;
+  if (seconds < 0 || seconds > kMax) {
+    return absl::InvalidArgumentError(absl::StrCat("must be between 0 and ", kMax));
+  }
+  config.server.idle_exit_seconds = static_cast<uint32_t>(seconds);
+  return absl::OkStatus();
+}
+
 absl::Status ApplyLogLevel(const Value& value, DaemonConfig& config) {
   const auto& level = std::get<std::string>(value);
   if (std::find(kLogLevels.begin(), kLogLevels.end(), level) == kLogLevels.end()) {
@@ -142,6 +152,7 @@ constexpr std::array kKeys = {
     KeySpec{"server", "socket_group", ValueKind::kString, ApplySocketGroup},
     KeySpec{"server", "max_message_bytes", ValueKind::kInteger, ApplyMaxMessageBytes},
     KeySpec{"server", "shutdown_timeout_ms", ValueKind::kInteger, ApplyShutdownTimeout},
+    KeySpec{"server", "idle_exit_seconds", ValueKind::kInteger, ApplyIdleExit},
     KeySpec{"log", "level", ValueKind::kString, ApplyLogLevel},
     KeySpec{"device", "backend", ValueKind::kString, ApplyBackend},
     KeySpec{"device", "logical_nc_config", ValueKind::kInteger, ApplyLogicalNcConfig},
@@ -339,8 +350,16 @@ absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& conf
     }
   }
   if (overrides.logical_nc_config) {
-    return ApplyFlag("--logical-nc-config", *FindKey("device", "logical_nc_config"),
-                     *overrides.logical_nc_config, config);
+    if (absl::Status status =
+            ApplyFlag("--logical-nc-config", *FindKey("device", "logical_nc_config"),
+                      *overrides.logical_nc_config, config);
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (overrides.idle_exit_seconds) {
+    return ApplyFlag("--idle-exit", *FindKey("server", "idle_exit_seconds"),
+                     *overrides.idle_exit_seconds, config);
   }
   return absl::OkStatus();
 }

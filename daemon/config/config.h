@@ -28,6 +28,9 @@ struct ServerConfig {
   uint64_t max_message_bytes = 64ull << 20;
   // How long a stopping daemon lets in-flight calls finish.
   uint32_t shutdown_timeout_ms = 5000;
+  // Exit after this many seconds with no session and no call in flight; 0:
+  // never. A daemon that torch_neuronx starts on its own sets it.
+  uint32_t idle_exit_seconds = 0;
 };
 
 struct LogConfig {
@@ -77,6 +80,7 @@ struct ConfigOverrides {
   std::optional<std::string> sim_preset;    // --sim-preset
   std::optional<std::string> log_level;     // --log-level
   std::optional<int64_t> logical_nc_config; // --logical-nc-config
+  std::optional<int64_t> idle_exit_seconds; // --idle-exit
 };
 
 // Checks each override as the file's keys are checked; errors name the flag.

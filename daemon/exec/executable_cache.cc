@@ -109,6 +109,45 @@ absl::StatusOr<hal::OpValue> ToValue(const v1::OpArgument& argument, std::string
           .kind = static_cast<hal::ImmediateScalar::Kind>(immediate.kind()),
           .offset = immediate.offset()});
     }
+    case v1::OpArgument::kBoolList:
+      if (argument.bool_list().values_size() > kMaxListLength) return Invalid(where, "list too long");
+      return hal::OpValue(std::vector<bool>(argument.bool_list().values().begin(),
+                                            argument.bool_list().values().end()));
+    case v1::OpArgument::kDoubleList:
+      if (argument.double_list().values_size() > kMaxListLength) {
+        return Invalid(where, "list too long");
+      }
+      return hal::OpValue(std::vector<double>(argument.double_list().values().begin(),
+                                              argument.double_list().values().end()));
+    case v1::OpArgument::kOptionalTensorList: {
+      if (argument.optional_tensor_list().items_size() > kMaxListLength) {
+        return Invalid(where, "tensor list too long");
+      }
+      hal::OptionalTensorLayouts layouts;
+      for (const v1::OptionalTensor& item : argument.optional_tensor_list().items()) {
+        if (!item.has_tensor()) {
+          layouts.emplace_back(std::nullopt);
+          continue;
+        }
+        absl::StatusOr<hal::TensorLayout> layout = ToLayout(item.tensor(), where, address_count);
+        if (!layout.ok()) return layout.status();
+        layouts.emplace_back(*std::move(layout));
+      }
+      return hal::OpValue(std::move(layouts));
+    }
+    case v1::OpArgument::kImmediateList: {
+      const v1::ImmediateScalarList& list = argument.immediate_list();
+      if (list.count() > kMaxListLength ||
+          uint64_t{list.offset()} + uint64_t{list.count()} * 8 > NEURON_RTD_MAX_RECORD_BYTES) {
+        return Invalid(where, "immediate scalar list reaches beyond any record");
+      }
+      return hal::OpValue(hal::ImmediateScalarList{
+          .kind = static_cast<hal::ImmediateScalar::Kind>(list.kind()),
+          .offset = list.offset(),
+          .count = list.count()});
+    }
+    case v1::OpArgument::kDevice:
+      return hal::OpValue(hal::DeviceValue{});
     case v1::OpArgument::kGenerator:
       if (argument.generator().offset() > NEURON_RTD_MAX_RECORD_BYTES) {
         return Invalid(where, "generator seed offset beyond any record");
@@ -149,6 +188,12 @@ absl::StatusOr<Executable> Decode(std::string_view body) {
                 executable.address_count);
     if (!value.ok()) return value.status();
     executable.plan.arguments.push_back(*std::move(value));
+  }
+  if (op.has_default_generator()) {
+    if (op.default_generator().offset() > NEURON_RTD_MAX_RECORD_BYTES) {
+      return Invalid(op.name(), "default generator seed offset beyond any record");
+    }
+    executable.plan.default_generator = hal::GeneratorSeed{.offset = op.default_generator().offset()};
   }
   for (int i = 0; i < op.outputs_size(); ++i) {
     absl::StatusOr<hal::TensorLayout> layout = ToLayout(

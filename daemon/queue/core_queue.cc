@@ -374,6 +374,11 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
       for (const hal::TensorLayout& each : *layouts) {
         if (absl::Status status = check_layout(each); !status.ok()) return status;
       }
+    } else if (const auto* optional = std::get_if<hal::OptionalTensorLayouts>(&argument)) {
+      for (const std::optional<hal::TensorLayout>& each : *optional) {
+        if (!each) continue;
+        if (absl::Status status = check_layout(*each); !status.ok()) return status;
+      }
     }
   }
   for (const hal::TensorLayout& output : executable->plan.outputs) {

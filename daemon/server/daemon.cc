@@ -133,6 +133,8 @@ absl::Status Daemon::Start() {
   return absl::OkStatus();
 }
 
+bool Daemon::Idle() { return sessions_.List().empty() && calls_.WaitIdle(absl::ZeroDuration()); }
+
 void Daemon::Shutdown(absl::Duration grace) {
   status_.set_state(v1::SERVING_STATE_STOPPING);
   listener_->Stop();

@@ -44,6 +44,10 @@ class Daemon {
 
   const std::string& socket_path() const { return listener_->path(); }
 
+  // True when no session is open and no call is in flight: what
+  // server.idle_exit_seconds measures.
+  bool Idle();
+
  private:
   Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend,
          std::unique_ptr<UnixSocketListener> listener);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "neuron/rtd/eager_op.h"
 #include "neuronrt/client.h"
 
 namespace neuronrt {
@@ -153,6 +154,9 @@ class Session {
   // into the daemon, once per host: when any process already loaded the same
   // content, only its hash travels. The id is what Stream::Launch takes.
   absl::StatusOr<uint64_t> LoadExecutable(std::string_view body, std::string_view name = {});
+  // Encodes `plan` and loads it as LoadExecutable does.
+  absl::StatusOr<uint64_t> LoadEagerOp(const neuron::rtd::EagerOpPlan& plan,
+                                       std::string_view name = {});
 
   // Ends the session; commands still queued are dropped.
   absl::Status Close();

@@ -7,8 +7,11 @@
 #include <c10/core/InferenceMode.h>
 
 #include <cstring>
+#include <mutex>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "daemon/hal/sim/aten_memory.h"
 
 namespace neuron::rtd::hal::sim {
@@ -72,6 +75,24 @@ absl::StatusOr<T> ReadImmediate(std::span<const uint8_t> scalars, uint32_t offse
   return value;
 }
 
+c10::IValue ScalarIValue(ImmediateScalar::Kind kind, const uint8_t* bytes) {
+  switch (kind) {
+    case ImmediateScalar::Kind::kInt64: {
+      int64_t number;
+      std::memcpy(&number, bytes, sizeof(number));
+      return c10::IValue(number);
+    }
+    case ImmediateScalar::Kind::kDouble: {
+      double number;
+      std::memcpy(&number, bytes, sizeof(number));
+      return c10::IValue(number);
+    }
+    case ImmediateScalar::Kind::kBool:
+      return c10::IValue(bytes[0] != 0);
+  }
+  return c10::IValue();
+}
+
 absl::StatusOr<c10::IValue> ToIValue(HbmArena& arena, const OpValue& value,
                                      std::span<const uint64_t> addresses,
                                      std::span<const uint8_t> scalars) {
@@ -98,30 +119,72 @@ absl::StatusOr<c10::IValue> ToIValue(HbmArena& arena, const OpValue& value,
     }
     return c10::IValue(std::move(tensors));
   }
+  if (const auto* flags = std::get_if<std::vector<bool>>(&value)) {
+    c10::List<bool> list;
+    for (bool flag : *flags) list.push_back(flag);
+    return c10::IValue(std::move(list));
+  }
+  if (const auto* numbers = std::get_if<std::vector<double>>(&value)) {
+    return c10::IValue(*numbers);
+  }
+  if (const auto* optional = std::get_if<OptionalTensorLayouts>(&value)) {
+    c10::List<std::optional<at::Tensor>> tensors;
+    for (const std::optional<TensorLayout>& layout : *optional) {
+      if (!layout) {
+        tensors.push_back(std::nullopt);
+        continue;
+      }
+      absl::StatusOr<at::Tensor> tensor = WrapLayout(arena, *layout, addresses);
+      if (!tensor.ok()) return tensor.status();
+      tensors.push_back(*std::move(tensor));
+    }
+    return c10::IValue(std::move(tensors));
+  }
+  if (const auto* list = std::get_if<ImmediateScalarList>(&value)) {
+    const uint64_t end = uint64_t{list->offset} + uint64_t{list->count} * 8;
+    if (end > scalars.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "immediate scalar list ends at byte %d; the launch has %d scalar bytes", end,
+          scalars.size()));
+    }
+    c10::impl::GenericList items(c10::NumberType::get());
+    for (uint32_t i = 0; i < list->count; ++i) {
+      items.push_back(ScalarIValue(list->kind, scalars.data() + list->offset + 8 * i));
+    }
+    return c10::IValue(std::move(items));
+  }
+  if (std::holds_alternative<DeviceValue>(value)) return c10::IValue(c10::Device(c10::kCPU));
   if (const auto* generator = std::get_if<GeneratorSeed>(&value)) {
     absl::StatusOr<uint64_t> seed = ReadImmediate<uint64_t>(scalars, generator->offset);
     if (!seed.ok()) return seed.status();
     return c10::IValue(at::detail::createCPUGenerator(*seed));
   }
   const auto& immediate = std::get<ImmediateScalar>(value);
-  switch (immediate.kind) {
-    case ImmediateScalar::Kind::kInt64: {
-      absl::StatusOr<int64_t> number = ReadImmediate<int64_t>(scalars, immediate.offset);
-      if (!number.ok()) return number.status();
-      return c10::IValue(*number);
-    }
-    case ImmediateScalar::Kind::kDouble: {
-      absl::StatusOr<double> number = ReadImmediate<double>(scalars, immediate.offset);
-      if (!number.ok()) return number.status();
-      return c10::IValue(*number);
-    }
-    case ImmediateScalar::Kind::kBool: {
-      absl::StatusOr<uint8_t> flag = ReadImmediate<uint8_t>(scalars, immediate.offset);
-      if (!flag.ok()) return flag.status();
-      return c10::IValue(*flag != 0);
-    }
+  const size_t width = immediate.kind == ImmediateScalar::Kind::kBool ? 1 : 8;
+  if (immediate.offset > scalars.size() || scalars.size() - immediate.offset < width) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "immediate scalar at offset %d is outside the launch's %d scalar bytes", immediate.offset,
+        scalars.size()));
   }
-  return absl::InternalError("unknown immediate scalar kind");
+  c10::IValue scalar = ScalarIValue(immediate.kind, scalars.data() + immediate.offset);
+  if (scalar.isNone()) return absl::InvalidArgumentError("unknown immediate scalar kind");
+  return scalar;
+}
+
+// Operators are looked up once per executable: plans live as long as the
+// daemon (executables are never unloaded), so their address is a stable key.
+absl::StatusOr<c10::OperatorHandle> FindOperator(const EagerOpPlan& plan,
+                                                 const std::string& qualified) {
+  static absl::Mutex mutex(absl::kConstInit);
+  static auto* handles =
+      new absl::flat_hash_map<const EagerOpPlan*, c10::OperatorHandle>();
+  absl::MutexLock lock(&mutex);
+  if (auto it = handles->find(&plan); it != handles->end()) return it->second;
+  std::optional<c10::OperatorHandle> op =
+      c10::Dispatcher::singleton().findSchema({plan.name, plan.overload});
+  if (!op) return absl::NotFoundError(absl::StrFormat("no operator %s", qualified));
+  handles->emplace(&plan, *op);
+  return *op;
 }
 
 }  // namespace
@@ -131,9 +194,8 @@ absl::Status RunAtenOp(HbmArena& arena, const EagerOpPlan& plan,
   const std::string qualified =
       plan.overload.empty() ? plan.name : absl::StrFormat("%s.%s", plan.name, plan.overload);
   try {
-    std::optional<c10::OperatorHandle> op =
-        c10::Dispatcher::singleton().findSchema({plan.name, plan.overload});
-    if (!op) return absl::NotFoundError(absl::StrFormat("no operator %s", qualified));
+    absl::StatusOr<c10::OperatorHandle> op = FindOperator(plan, qualified);
+    if (!op.ok()) return op.status();
     torch::jit::Stack stack;
     stack.reserve(plan.arguments.size());
     for (const OpValue& argument : plan.arguments) {
@@ -143,7 +205,23 @@ absl::Status RunAtenOp(HbmArena& arena, const EagerOpPlan& plan,
     }
     // The sim runs the CPU kernels themselves: no autograd, no views kept.
     c10::InferenceMode inference;
-    op->callBoxed(stack);
+    if (plan.default_generator) {
+      absl::StatusOr<uint64_t> seed = ReadImmediate<uint64_t>(scalars, plan.default_generator->offset);
+      if (!seed.ok()) return seed.status();
+      // One generator serves every core's worker: seeding and drawing must
+      // not interleave with another random operator. The kernel takes the
+      // generator's own mutex while it draws, so this is a separate one.
+      static absl::Mutex default_generator_user(absl::kConstInit);
+      absl::MutexLock serialize(&default_generator_user);
+      at::Generator generator = at::detail::getDefaultCPUGenerator();
+      {
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        generator.set_current_seed(*seed);
+      }
+      op->callBoxed(stack);
+    } else {
+      op->callBoxed(stack);
+    }
     std::vector<at::Tensor> results;
     for (const c10::IValue& result : stack) {
       if (result.isTensor()) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "neuronrt/client.h"
+#include "neuronrt/session.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -52,6 +53,29 @@ TEST_F(DaemonLifecycleTest, SigintStopsCleanly) {
   (*daemon)->Signal(SIGINT);
   EXPECT_EQ(*(*daemon)->Wait(absl::Seconds(10)), 0);
   EXPECT_FALSE(Exists(socket_));
+}
+
+TEST_F(DaemonLifecycleTest, IdleExitStopsADaemonWithoutSessionsButNotOneInUse) {
+  auto daemon = testing::StartDaemon({"--socket", socket_, "--idle-exit", "1"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  {
+    absl::StatusOr<std::unique_ptr<neuronrt::Session>> session =
+        neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
+    ASSERT_TRUE(session.ok()) << session.status();
+    // A session keeps the daemon: it is still there after twice the timeout.
+    EXPECT_FALSE((*daemon)->Wait(absl::Seconds(2)).ok());
+    ASSERT_TRUE(Health(socket_).ok());
+  }
+  absl::StatusOr<int> code = (*daemon)->Wait(absl::Seconds(10));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0) << (*daemon)->Stderr();
+  EXPECT_FALSE(Exists(socket_));
+  EXPECT_THAT((*daemon)->Stderr(), HasSubstr("idle for 1 s, stopping"));
+}
+
+TEST_F(DaemonLifecycleTest, IdleExitRejectsANegativeValue) {
+  auto daemon = testing::StartDaemon({"--socket", socket_, "--idle-exit", "-1"});
+  EXPECT_FALSE(daemon.ok());
 }
 
 TEST_F(DaemonLifecycleTest, ReplacesTheStaleSocketOfAKilledDaemon) {

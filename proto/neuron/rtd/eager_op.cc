@@ -1,6 +1,6 @@
-#include "daemon/hal/eager_op.h"
+#include "neuron/rtd/eager_op.h"
 
-namespace neuron::rtd::hal {
+namespace neuron::rtd {
 
 uint32_t ElementBytes(int32_t dtype) {
   switch (dtype) {
@@ -32,4 +32,4 @@ uint64_t TensorExtentBytes(const TensorLayout& layout) {
   return (last + 1) * ElementBytes(layout.dtype);
 }
 
-}  // namespace neuron::rtd::hal
+}  // namespace neuron::rtd

@@ -1,0 +1,111 @@
+#include "src/internal/eager_op_encoder.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "neuron/rtd/v1/executable.pb.h"
+
+namespace neuronrt::internal {
+namespace {
+
+namespace v1 = neuron::rtd::v1;
+using neuron::rtd::OpValue;
+using neuron::rtd::TensorLayout;
+
+void ToSpec(const TensorLayout& layout, v1::TensorSpec& spec) {
+  spec.set_dtype(static_cast<v1::ScalarType>(layout.dtype));
+  spec.mutable_sizes()->Add(layout.sizes.begin(), layout.sizes.end());
+  spec.mutable_strides()->Add(layout.strides.begin(), layout.strides.end());
+  spec.set_address_index(layout.address_index);
+}
+
+v1::ImmediateScalar::Kind ToKind(neuron::rtd::ImmediateScalar::Kind kind) {
+  switch (kind) {
+    case neuron::rtd::ImmediateScalar::Kind::kInt64:
+      return v1::ImmediateScalar::KIND_INT64;
+    case neuron::rtd::ImmediateScalar::Kind::kDouble:
+      return v1::ImmediateScalar::KIND_DOUBLE;
+    case neuron::rtd::ImmediateScalar::Kind::kBool:
+      return v1::ImmediateScalar::KIND_BOOL;
+  }
+  return v1::ImmediateScalar::KIND_INT64;
+}
+
+// One overload per alternative of OpValue: adding an alternative without
+// encoding it does not compile.
+struct ArgumentEncoder {
+  v1::OpArgument& out;
+  void operator()(const neuron::rtd::NoneValue&) const { out.set_none(true); }
+  void operator()(const TensorLayout& layout) const { ToSpec(layout, *out.mutable_tensor()); }
+  void operator()(int64_t value) const { out.set_int_value(value); }
+  void operator()(double value) const { out.set_double_value(value); }
+  void operator()(bool value) const { out.set_bool_value(value); }
+  void operator()(const std::vector<int64_t>& values) const {
+    out.mutable_int_list()->mutable_values()->Add(values.begin(), values.end());
+  }
+  void operator()(const neuron::rtd::ScalarTypeValue& type) const {
+    out.set_scalar_type(static_cast<v1::ScalarType>(type.dtype));
+  }
+  void operator()(const std::string& text) const { out.set_string_value(text); }
+  void operator()(const std::vector<TensorLayout>& layouts) const {
+    v1::TensorList* list = out.mutable_tensor_list();
+    for (const TensorLayout& layout : layouts) ToSpec(layout, *list->add_tensors());
+  }
+  void operator()(const neuron::rtd::ImmediateScalar& immediate) const {
+    out.mutable_immediate()->set_kind(ToKind(immediate.kind));
+    out.mutable_immediate()->set_offset(immediate.offset);
+  }
+  void operator()(const neuron::rtd::GeneratorSeed& generator) const {
+    out.mutable_generator()->set_offset(generator.offset);
+  }
+  void operator()(const std::vector<bool>& values) const {
+    for (bool value : values) out.mutable_bool_list()->add_values(value);
+  }
+  void operator()(const std::vector<double>& values) const {
+    out.mutable_double_list()->mutable_values()->Add(values.begin(), values.end());
+  }
+  void operator()(const neuron::rtd::OptionalTensorLayouts& layouts) const {
+    v1::OptionalTensorList* list = out.mutable_optional_tensor_list();
+    for (const std::optional<TensorLayout>& layout : layouts) {
+      v1::OptionalTensor* item = list->add_items();
+      if (layout) {
+        ToSpec(*layout, *item->mutable_tensor());
+      } else {
+        item->set_none(true);
+      }
+    }
+  }
+  void operator()(const neuron::rtd::ImmediateScalarList& list) const {
+    v1::ImmediateScalarList* encoded = out.mutable_immediate_list();
+    encoded->set_kind(ToKind(list.kind));
+    encoded->set_offset(list.offset);
+    encoded->set_count(list.count);
+  }
+  void operator()(const neuron::rtd::DeviceValue&) const { out.set_device(true); }
+};
+
+}  // namespace
+
+std::string EncodeEagerOp(const neuron::rtd::EagerOpPlan& plan) {
+  v1::ExecutableBody body;
+  v1::EagerOp* op = body.mutable_eager_op();
+  op->set_name(plan.name);
+  op->set_overload(plan.overload);
+  for (const OpValue& argument : plan.arguments) {
+    std::visit(ArgumentEncoder{*op->add_arguments()}, argument);
+  }
+  for (const TensorLayout& output : plan.outputs) ToSpec(output, *op->add_outputs());
+  if (plan.default_generator) {
+    op->mutable_default_generator()->set_offset(plan.default_generator->offset);
+  }
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    body.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+}  // namespace neuronrt::internal
