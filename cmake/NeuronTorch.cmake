@@ -1,13 +1,24 @@
 # libtorch from the PyTorch wheel in the project's virtual environment.
 # Only the sim backend (and later torch_plugin) link it; nothing else may.
-set(NEURON_PYTHON "${CMAKE_SOURCE_DIR}/.venv/bin/python" CACHE FILEPATH
+# Under pip (scikit-build-core) the interpreter running the build is the one
+# the package installs into.
+if(DEFINED SKBUILD AND DEFINED Python3_EXECUTABLE)
+  set(_neuron_default_python "${Python3_EXECUTABLE}")
+else()
+  set(_neuron_default_python "${CMAKE_SOURCE_DIR}/.venv/bin/python")
+endif()
+set(NEURON_PYTHON "${_neuron_default_python}" CACHE FILEPATH
     "Python interpreter whose torch package provides libtorch")
+# torch_plugin builds its extension module for this interpreter.
+set(Python3_EXECUTABLE "${NEURON_PYTHON}" CACHE FILEPATH "" FORCE)
 if(NOT EXISTS "${NEURON_PYTHON}")
   message(FATAL_ERROR "No Python at ${NEURON_PYTHON}: run deploy/dev.sh build, "
                       "or pass -DNEURON_PYTHON=/path/to/python with torch installed")
 endif()
 execute_process(
-  COMMAND "${NEURON_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+  # Without backend autoload: the torch_neuronx being built must not load.
+  COMMAND "${CMAKE_COMMAND}" -E env TORCH_DEVICE_BACKEND_AUTOLOAD=0
+          "${NEURON_PYTHON}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
   OUTPUT_VARIABLE NEURON_TORCH_PREFIX OUTPUT_STRIP_TRAILING_WHITESPACE
   RESULT_VARIABLE NEURON_TORCH_RESULT)
 if(NOT NEURON_TORCH_RESULT EQUAL 0)

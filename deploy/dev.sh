@@ -25,7 +25,7 @@ APT_PACKAGES=(
   libabsl-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
   libsystemd-dev libgtest-dev libgmock-dev libxxhash-dev
 )
-PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy)
+PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
 die() { printf '[dev.sh] error: %s\n' "$*" >&2; exit 1; }
@@ -61,29 +61,26 @@ ensure_venv() {
   if ! "$VENV/bin/python" - "$TORCH_VERSION" <<'PY' 2>/dev/null; then
 import sys, importlib.metadata as md
 assert md.version("torch").split("+")[0] == sys.argv[1]
-md.version("pytest"); md.version("numpy")
+md.version("pytest"); md.version("numpy"); md.version("scikit-build-core")
 PY
     log "installing ${PYTHON_PACKAGES[*]} into $VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PYTHON_PACKAGES[@]}"
   fi
 }
 
-configure() {
-  local generator=()
-  command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-  if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-    log "configuring $BUILD_DIR ($BUILD_TYPE)"
-    cmake -S "$ROOT" -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
-      -DNEURON_PYTHON="$VENV/bin/python" -DNEURON_WERROR=ON >/dev/null
-  fi
-}
-
+# One build: pip (scikit-build-core) drives the top-level CMake in
+# $BUILD_DIR, which also holds the C++ tests, and installs torch_neuronx into
+# .venv in editable mode (Python files from torch_plugin/, the extension and
+# the neuron-rtd/neuronctl binaries copied in).
 cmd_build() {
   ensure_apt_packages
   ensure_venv
-  configure
-  log "building"
-  cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+  log "building and installing torch_neuronx into $VENV (editable)"
+  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/pip" install --quiet \
+    --disable-pip-version-check --no-build-isolation --no-deps --editable "$ROOT" \
+    -Cbuild-dir="$BUILD_DIR" -Ccmake.build-type="$BUILD_TYPE" \
+    -Ccmake.define.NEURON_BUILD_TESTS=ON -Ccmake.define.NEURON_WERROR=ON \
+    -Ccmake.define.NEURON_PYTHON="$VENV/bin/python"
 }
 
 cmd_test() {

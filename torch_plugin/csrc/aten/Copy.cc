@@ -1,0 +1,167 @@
+// Copies in every direction. Dense same-dtype copies are single data-plane
+// commands (pinned host memory: asynchronous with non_blocking=True); the
+// rest convert on the host (CPU side) or run aten::copy_ in the daemon
+// (device side: strides, dtype casts, broadcasting).
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "csrc/aten/GenericOp.h"
+#include "csrc/runtime/NeuronFunctions.h"
+#include "csrc/runtime/PinnedMemory.h"
+
+namespace torch_neuronx {
+namespace {
+
+bool IsNeuron(const at::Tensor& tensor) {
+  return tensor.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+uint64_t Address(const at::Tensor& tensor) { return reinterpret_cast<uint64_t>(tensor.data_ptr()); }
+
+neuronrt::Stream& StreamOf(const at::Tensor& tensor) {
+  return RuntimeStream(CurrentStream(tensor.device().index()));
+}
+
+// aten::copy_ run by the daemon on two tensors of one device.
+void CopyInDaemon(const at::Tensor& destination, const at::Tensor& source) {
+  static const c10::OperatorHandle copy =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
+  torch::jit::Stack stack{destination, source, false};
+  LaunchOnDevice(copy, &stack);
+}
+
+// Host (contiguous, destination's dtype and size) -> dense device tensor.
+void Upload(const at::Tensor& destination, const at::Tensor& host, bool non_blocking) {
+  neuronrt::Stream& stream = StreamOf(destination);
+  const uint64_t bytes = host.nbytes();
+  uint64_t offset = 0;
+  if (const neuronrt::HostBuffer* pinned = FindPinned(host.data_ptr(), &offset)) {
+    absl::StatusOr<neuronrt::Event> done =
+        stream.CopyToDevice(Address(destination), *pinned, offset, bytes, "copy host to neuron");
+    ThrowIfError(done.status(), "copying to neuron");
+    RecordPinnedUse(host.data_ptr(), *done);
+    if (!non_blocking) ThrowIfError(done->Synchronize(), "copying to neuron");
+    return;
+  }
+  ThrowIfError(
+      stream.CopyToDevice(Address(destination), host.data_ptr(), bytes, "copy host to neuron")
+          .status(),
+      "copying to neuron");
+}
+
+// Dense device tensor -> host (contiguous, same dtype and size).
+void Download(const at::Tensor& host, const at::Tensor& source, bool non_blocking) {
+  neuronrt::Stream& stream = StreamOf(source);
+  const uint64_t bytes = source.nbytes();
+  uint64_t offset = 0;
+  if (const neuronrt::HostBuffer* pinned = FindPinned(host.data_ptr(), &offset)) {
+    absl::StatusOr<neuronrt::Event> done =
+        stream.CopyToHost(*pinned, offset, Address(source), bytes, "copy neuron to host");
+    ThrowIfError(done.status(), "copying from neuron");
+    RecordPinnedUse(host.data_ptr(), *done);
+    if (!non_blocking) ThrowIfError(done->Synchronize(), "copying from neuron");
+    return;
+  }
+  ThrowIfError(stream.CopyToHost(host.data_ptr(), Address(source), bytes, "copy neuron to host"),
+               "copying from neuron");
+}
+
+bool Dense(const at::Tensor& tensor) { return tensor.is_contiguous(); }
+
+void HostToDevice(const at::Tensor& source, const at::Tensor& destination, bool non_blocking) {
+  at::Tensor host = source.to(destination.scalar_type()).expand_as(destination).contiguous();
+  if (Dense(destination)) {
+    Upload(destination, host, non_blocking);
+    return;
+  }
+  const c10::DeviceGuard guard(destination.device());
+  at::Tensor staged = at::empty(destination.sizes(), destination.options());
+  Upload(staged, host, non_blocking);
+  CopyInDaemon(destination, staged);
+}
+
+void DeviceToHost(const at::Tensor& source, const at::Tensor& destination, bool non_blocking) {
+  const c10::DeviceGuard guard(source.device());
+  at::Tensor dense = Dense(source) ? source : source.contiguous();
+  if (Dense(destination) && destination.scalar_type() == source.scalar_type() &&
+      destination.sizes().equals(source.sizes())) {
+    Download(destination, dense, non_blocking);
+    return;
+  }
+  at::Tensor host = at::empty(dense.sizes(), dense.options().device(c10::kCPU));
+  Download(host, dense, /*non_blocking=*/false);
+  destination.copy_(host);
+}
+
+void DeviceToDevice(const at::Tensor& source, const at::Tensor& destination) {
+  const c10::DeviceGuard guard(destination.device());
+  const bool same_layout = source.scalar_type() == destination.scalar_type() &&
+                           source.sizes().equals(destination.sizes()) && Dense(source) &&
+                           Dense(destination);
+  if (source.device() == destination.device()) {
+    if (same_layout) {
+      ThrowIfError(StreamOf(destination)
+                       .CopyOnDevice(Address(destination), Address(source), source.nbytes(),
+                                     "copy neuron to neuron")
+                       .status(),
+                   "copying on neuron");
+    } else {
+      CopyInDaemon(destination, source);
+    }
+    return;
+  }
+  // Across devices: a dense copy on the source device, one data-plane copy
+  // into a dense tensor on the destination device, then the layout there.
+  at::Tensor dense;
+  {
+    const c10::DeviceGuard source_guard(source.device());
+    dense = source.to(destination.scalar_type()).expand_as(destination).contiguous();
+    // The destination's stream must not read before the source device wrote.
+    absl::StatusOr<neuronrt::Event> written = StreamOf(source).Record();
+    ThrowIfError(written.status(), "copying across neuron devices");
+    ThrowIfError(StreamOf(destination).Wait(*written), "copying across neuron devices");
+  }
+  at::Tensor landing = Dense(destination) ? destination : at::empty(destination.sizes(), destination.options());
+  ThrowIfError(StreamOf(destination)
+                   .CopyOnDevice(Address(landing), Address(dense), dense.nbytes(),
+                                 "copy across neuron devices")
+                   .status(),
+               "copying across neuron devices");
+  if (!landing.is_same(destination)) CopyInDaemon(destination, landing);
+}
+
+at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(self.sizes().equals(dst.sizes()) || self.numel() == 1 ||
+                  at::infer_size(self.sizes(), dst.sizes()) == dst.sizes(),
+              "copy_: cannot copy a tensor of shape ", self.sizes(), " into one of shape ",
+              dst.sizes());
+  if (dst.numel() == 0) return dst;
+  if (IsNeuron(self) && IsNeuron(dst)) {
+    DeviceToDevice(self, dst);
+  } else if (IsNeuron(dst)) {
+    TORCH_CHECK(self.device().is_cpu(), "copy_: from ", self.device(), " to neuron");
+    HostToDevice(self, dst, non_blocking);
+  } else {
+    TORCH_CHECK(dst.device().is_cpu(), "copy_: from neuron to ", dst.device());
+    DeviceToHost(self, dst, non_blocking);
+  }
+  return dst;
+}
+
+at::Tensor CopyFromAndResize(const at::Tensor& self, const at::Tensor& dst) {
+  if (!dst.sizes().equals(self.sizes())) dst.resize_(self.sizes());
+  return CopyFrom(self, dst, false);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", CopyFrom);
+  m.impl("_copy_from_and_resize", CopyFromAndResize);
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,51 @@
+// The generic op path: any ATen operator on neuron tensors becomes a LAUNCH
+// of an eager-op executable in neuron-rtd ("one NEFF per op"):
+//
+//   1. one pass over the arguments builds the call's signature (layouts,
+//      dtypes, fixed values), its LAUNCH addresses and per-call scalars;
+//   2. the signature's plan comes from a process-wide cache; on a miss the
+//      operator runs on meta tensors here (output shapes and dtypes, and the
+//      operator's own argument checks), and the executable is loaded into
+//      the daemon (cached host-wide by content);
+//   3. outputs are allocated and the LAUNCH is queued on the current stream:
+//      the call returns before the daemon runs it.
+//
+// Functional operators run as their out= overload when one exists, so the
+// daemon writes outputs in place. View operators never reach the daemon
+// (metadata only). Operators with no meta kernel, or with arguments an
+// executable cannot describe, run on the CPU with a one-time warning
+// (FallbackOps lists them).
+#ifndef TORCH_NEURONX_CSRC_ATEN_GENERIC_OP_H_
+#define TORCH_NEURONX_CSRC_ATEN_GENERIC_OP_H_
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <string>
+#include <vector>
+
+namespace torch_neuronx {
+
+// The boxed kernel registered for every operator without its own neuron
+// kernel.
+void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                    torch::jit::Stack* stack);
+
+// Runs `op` in the daemon, skipping the view and CPU-fallback decisions
+// (explicit kernels use it for operators they have prepared arguments for).
+void LaunchOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// "aten::op.overload" of every operator that ran on the CPU instead.
+std::vector<std::string> FallbackOps();
+
+// How many executables this process has loaded, and launches it queued.
+struct GenericOpStats {
+  uint64_t executables = 0;
+  uint64_t launches = 0;
+  uint64_t plan_cache_hits = 0;
+};
+GenericOpStats GetGenericOpStats();
+
+}  // namespace torch_neuronx
+
+#endif  // TORCH_NEURONX_CSRC_ATEN_GENERIC_OP_H_

@@ -1,0 +1,111 @@
+// torch_neuronx._C: what the Python package needs beyond PyTorch's generic
+// device APIs (which reach the backend through the guard, hooks and
+// allocator registered in csrc/runtime).
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include "csrc/aten/GenericOp.h"
+#include "csrc/runtime/NeuronAllocator.h"
+#include "csrc/runtime/NeuronFunctions.h"
+#include "csrc/runtime/NeuronGenerator.h"
+
+namespace torch_neuronx {
+namespace {
+
+namespace py = pybind11;
+
+py::dict StatArrayDict(const c10::CachingAllocator::StatArray& stats) {
+  py::dict result;
+  const char* names[] = {"all", "small_pool", "large_pool"};
+  for (size_t i = 0; i < stats.size(); ++i) {
+    py::dict stat;
+    stat["current"] = stats[i].current;
+    stat["peak"] = stats[i].peak;
+    stat["allocated"] = stats[i].allocated;
+    stat["freed"] = stats[i].freed;
+    result[names[i]] = stat;
+  }
+  return result;
+}
+
+py::dict MemoryStats(c10::DeviceIndex device) {
+  CheckDevice(device);
+  const c10::CachingDeviceAllocator::DeviceStats stats = NeuronAllocator().getDeviceStats(device);
+  py::dict result;
+  result["allocation"] = StatArrayDict(stats.allocation);
+  result["segment"] = StatArrayDict(stats.segment);
+  result["active"] = StatArrayDict(stats.active);
+  result["allocated_bytes"] = StatArrayDict(stats.allocated_bytes);
+  result["reserved_bytes"] = StatArrayDict(stats.reserved_bytes);
+  result["active_bytes"] = StatArrayDict(stats.active_bytes);
+  result["requested_bytes"] = StatArrayDict(stats.requested_bytes);
+  result["num_alloc_retries"] = stats.num_alloc_retries;
+  result["num_ooms"] = stats.num_ooms;
+  result["num_device_alloc"] = stats.num_device_alloc;
+  result["num_device_free"] = stats.num_device_free;
+  return result;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_neuronx native backend (PrivateUse1) on neuron-rtd";
+  m.def("_set_daemon_binary", [](std::string path) { Runtime::SetDaemonBinary(std::move(path)); });
+  m.def("_device_count", [] {
+    py::gil_scoped_release no_gil;
+    return static_cast<int>(DeviceCountNoThrow());
+  });
+  m.def("_init", [] {
+    py::gil_scoped_release no_gil;
+    (void)GetRuntime();
+  });
+  m.def("_is_initialized", [] { return Runtime::GetIfOpen() != nullptr; });
+  m.def("_session_info", [] {
+    Runtime& runtime = GetRuntime();
+    py::dict info;
+    info["session_id"] = runtime.session().id();
+    info["address"] = runtime.session().client().address().target;
+    info["cores"] = runtime.session().cores();
+    return info;
+  });
+  m.def("_synchronize", [](int device) {
+    py::gil_scoped_release no_gil;
+    ThrowIfError(GetRuntime().SynchronizeDevice(device < 0 ? CurrentDevice() : device),
+                 "neuron synchronize");
+  });
+  m.def("_default_stream", [](int device) {
+    CheckDevice(device);
+    const c10::StreamData3 packed = DefaultStream(device).pack3();
+    return py::make_tuple(packed.stream_id, packed.device_index,
+                          static_cast<int>(packed.device_type));
+  });
+  m.def("_fallback_ops", &FallbackOps);
+  m.def("_op_stats", [] {
+    const GenericOpStats stats = GetGenericOpStats();
+    py::dict result;
+    result["executables"] = stats.executables;
+    result["launches"] = stats.launches;
+    result["plan_cache_hits"] = stats.plan_cache_hits;
+    return result;
+  });
+  m.def("_memory_stats", &MemoryStats);
+  m.def("_memory_info", [](int device) {
+    CheckDevice(device);
+    return NeuronAllocator().getMemoryInfo(device);
+  });
+  m.def("_empty_cache", [] { NeuronAllocator().emptyCache(); });
+  m.def("_reset_peak_memory_stats", [](int device) {
+    CheckDevice(device);
+    NeuronAllocator().resetPeakStats(device);
+  });
+  m.def("_reset_accumulated_memory_stats", [](int device) {
+    CheckDevice(device);
+    NeuronAllocator().resetAccumulatedStats(device);
+  });
+  m.def("_default_generator", [](int device) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(DefaultGenerator(device)));
+  });
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,111 @@
+#include "csrc/runtime/Runtime.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "absl/strings/str_format.h"
+#include "csrc/runtime/DaemonLauncher.h"
+
+namespace torch_neuronx {
+namespace {
+
+absl::Mutex open_mutex(absl::kConstInit);
+std::atomic<Runtime*> opened{nullptr};
+std::string* daemon_binary ABSL_GUARDED_BY(open_mutex) = nullptr;
+
+// "python3 train.py" for `neuronctl ps`.
+std::string ClientName() {
+  std::ifstream file("/proc/self/cmdline");
+  std::string arguments((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  for (char& c : arguments) {
+    if (c == '\0') c = ' ';
+  }
+  while (!arguments.empty() && arguments.back() == ' ') arguments.pop_back();
+  if (arguments.size() > 120) arguments.resize(120);
+  return absl::StrFormat("torch_neuronx pid %d: %s", ::getpid(), arguments);
+}
+
+}  // namespace
+
+Runtime::Runtime(std::unique_ptr<neuronrt::Session> session)
+    : session_(std::move(session)), streams_(session_->cores().size()) {}
+
+void Runtime::SetDaemonBinary(std::string path) {
+  absl::MutexLock lock(&open_mutex);
+  delete daemon_binary;
+  daemon_binary = new std::string(std::move(path));
+}
+
+Runtime* Runtime::GetIfOpen() { return opened.load(std::memory_order_acquire); }
+
+absl::StatusOr<Runtime*> Runtime::Get() {
+  if (Runtime* runtime = opened.load(std::memory_order_acquire)) return runtime;
+  absl::MutexLock lock(&open_mutex);
+  if (Runtime* runtime = opened.load(std::memory_order_acquire)) return runtime;
+  absl::StatusOr<neuronrt::DaemonAddress> address = EnsureDaemon(
+      LaunchOptionsFromEnvironment(daemon_binary == nullptr ? std::string() : *daemon_binary));
+  if (!address.ok()) return address.status();
+  neuronrt::SessionOptions options;
+  options.client.address = address->target;
+  options.client_name = ClientName();
+  // Room for a few thousand queued launches per stream.
+  options.ring_bytes = 1 << 20;
+  absl::StatusOr<std::unique_ptr<neuronrt::Session>> session = neuronrt::Session::Open(options);
+  if (!session.ok()) return session.status();
+  if ((*session)->cores().empty()) {
+    return absl::UnavailableError(
+        absl::StrFormat("neuron-rtd at %s gave this process no NeuronCore", address->target));
+  }
+  auto* runtime = new Runtime(*std::move(session));
+  opened.store(runtime, std::memory_order_release);
+  return runtime;
+}
+
+absl::StatusOr<neuronrt::Stream*> Runtime::stream(int device, int64_t id) {
+  if (device < 0 || device >= device_count()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "neuron:%d does not exist; this process sees %d device(s)", device, device_count()));
+  }
+  absl::MutexLock lock(&mutex_);
+  std::deque<std::shared_ptr<neuronrt::Stream>>& streams = streams_[device];
+  if (id == 0 && streams.empty()) {
+    absl::StatusOr<std::shared_ptr<neuronrt::Stream>> created =
+        session_->CreateStream(core(device));
+    if (!created.ok()) return created.status();
+    streams.push_back(*std::move(created));
+  }
+  if (id < 0 || static_cast<size_t>(id) >= streams.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("neuron:%d has no stream %d", device, id));
+  }
+  return streams[id].get();
+}
+
+absl::StatusOr<int64_t> Runtime::CreateStream(int device) {
+  if (absl::StatusOr<neuronrt::Stream*> default_stream = stream(device, 0); !default_stream.ok()) {
+    return default_stream.status();
+  }
+  absl::StatusOr<std::shared_ptr<neuronrt::Stream>> created = session_->CreateStream(core(device));
+  if (!created.ok()) return created.status();
+  absl::MutexLock lock(&mutex_);
+  streams_[device].push_back(*std::move(created));
+  return static_cast<int64_t>(streams_[device].size() - 1);
+}
+
+absl::Status Runtime::SynchronizeDevice(int device) {
+  std::vector<std::shared_ptr<neuronrt::Stream>> streams;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (device < 0 || static_cast<size_t>(device) >= streams_.size()) {
+      return absl::InvalidArgumentError(absl::StrFormat("neuron:%d does not exist", device));
+    }
+    streams.assign(streams_[device].begin(), streams_[device].end());
+  }
+  for (const std::shared_ptr<neuronrt::Stream>& stream : streams) {
+    if (absl::Status status = stream->Synchronize(); !status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace torch_neuronx

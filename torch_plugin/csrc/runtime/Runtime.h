@@ -1,0 +1,66 @@
+// The process's session with neuron-rtd: devices, streams and executables
+// as the PyTorch backend sees them. No PyTorch headers, so it compiles fast
+// and the backend's files stay small.
+//
+// Devices: `neuron:i` is the i-th core of the session (the cores
+// NEURON_RT_VISIBLE_CORES makes visible, else every core).
+// Streams: per device, id 0 is the default stream; CreateStream adds more.
+// Streams live as long as the process (as CUDA's do).
+//
+// Lifetime: created on first use and never destroyed: PyTorch tears its own
+// state down at exit in no particular order, and the daemon reclaims a
+// session whose process ends.
+// Thread-safety: every method may be called from any thread.
+#ifndef TORCH_NEURONX_CSRC_RUNTIME_RUNTIME_H_
+#define TORCH_NEURONX_CSRC_RUNTIME_RUNTIME_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "neuronrt/session.h"
+
+namespace torch_neuronx {
+
+class Runtime {
+ public:
+  // The runtime, opening the session on the first call (and starting a
+  // per-user daemon when none answers, see DaemonLauncher.h). A failure is
+  // returned again on every later call until one succeeds.
+  static absl::StatusOr<Runtime*> Get();
+  // The runtime when it is already open; nullptr otherwise. Never connects.
+  static Runtime* GetIfOpen();
+  // Where autostart finds neuron-rtd (the copy inside the wheel). Call
+  // before first use.
+  static void SetDaemonBinary(std::string path);
+
+  neuronrt::Session& session() const { return *session_; }
+  int device_count() const { return static_cast<int>(session_->cores().size()); }
+  // The host-wide core of `device`; `device` must be in [0, device_count()).
+  uint32_t core(int device) const { return session_->cores()[device]; }
+
+  // The stream `id` of `device`; INVALID_ARGUMENT for an unknown id.
+  absl::StatusOr<neuronrt::Stream*> stream(int device, int64_t id);
+  // A new stream on `device`; returns its id.
+  absl::StatusOr<int64_t> CreateStream(int device);
+  // Waits for every stream of `device`.
+  absl::Status SynchronizeDevice(int device);
+
+ private:
+  explicit Runtime(std::unique_ptr<neuronrt::Session> session);
+
+  const std::unique_ptr<neuronrt::Session> session_;
+  absl::Mutex mutex_;
+  // streams_[device][id]; a deque so that pointers stay valid as it grows.
+  std::vector<std::deque<std::shared_ptr<neuronrt::Stream>>> streams_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace torch_neuronx
+
+#endif  // TORCH_NEURONX_CSRC_RUNTIME_RUNTIME_H_

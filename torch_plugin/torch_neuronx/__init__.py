@@ -1,0 +1,106 @@
+"""torch_neuronx: AWS Trainium as the PyTorch device ``neuron``.
+
+Every operator on a ``neuron`` tensor runs in neuron-rtd, the per-host
+runtime daemon. ``import torch`` loads this package (entry point group
+``torch.backends``); the first use of the device connects to the daemon, and
+starts a per-user one on the simulated device when none is running
+(``NEURON_RTD_AUTOSTART=0`` turns that off).
+"""
+
+import os as _os
+import warnings as _warnings
+
+import torch as _torch
+
+try:
+    from torch_neuronx import _C
+except ImportError as _error:
+    # `import torch` loads this package and must keep working when the
+    # extension cannot load (another torch version, a missing system library).
+    _warnings.warn(
+        f"torch_neuronx could not load its native extension, so the neuron device is "
+        f"unavailable: {_error}",
+        stacklevel=2,
+    )
+    _C = None
+
+if _C is not None:
+    from torch_neuronx import _device
+    from torch_neuronx._device import (  # noqa: F401
+        Event,
+        Stream,
+        current_device,
+        current_stream,
+        device_count,
+        empty_cache,
+        is_available,
+        manual_seed,
+        manual_seed_all,
+        max_memory_allocated,
+        max_memory_reserved,
+        memory_allocated,
+        memory_reserved,
+        memory_stats,
+        reset_peak_memory_stats,
+        set_device,
+        stream,
+        synchronize,
+    )
+
+__all__ = [
+    "Event",
+    "Stream",
+    "current_device",
+    "current_stream",
+    "device_count",
+    "empty_cache",
+    "get_fallback_ops",
+    "is_available",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "reset_peak_memory_stats",
+    "set_device",
+    "stream",
+    "synchronize",
+]
+
+__version__ = "0.1.0"
+
+
+def get_fallback_ops():
+    """Names ("aten::op.overload") of operators that ran on the CPU instead of
+    the device in this process, each announced once by a warning."""
+    return list(_C._fallback_ops())
+
+
+def _daemon_binary():
+    explicit = _os.environ.get("NEURON_RTD_BINARY")
+    if explicit:
+        return explicit
+    bundled = _os.path.join(_os.path.dirname(_C.__file__), "bin", "neuron-rtd")
+    return bundled if _os.access(bundled, _os.X_OK) else "neuron-rtd"
+
+
+def _register():
+    if _C is None or getattr(_torch, "neuron", None) is _device:
+        return
+    _C._set_daemon_binary(_daemon_binary())
+    _torch.utils.rename_privateuse1_backend("neuron")
+    _torch._register_device_module("neuron", _device)
+    _torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+
+
+def _autoload():
+    """Entry point of group ``torch.backends``: ``import torch`` calls it.
+    Registers the device without contacting the daemon."""
+    _register()
+
+
+_register()

@@ -1,0 +1,239 @@
+"""``torch.neuron``: the device module PyTorch looks up for the ``neuron``
+device (torch.accelerator, autocast, DDP and FSDP use it)."""
+
+import contextlib
+
+import torch
+
+from torch_neuronx import _C
+
+_initialized = False
+
+
+def _lazy_init():
+    global _initialized
+    if not _initialized:
+        _C._init()
+        _initialized = True
+
+
+def is_initialized():
+    return _C._is_initialized()
+
+
+def _is_in_bad_fork():
+    return False
+
+
+def is_available():
+    """True when a daemon answers (or can be started) and gives this process
+    at least one NeuronCore. Never raises."""
+    return _C._device_count() > 0
+
+
+def device_count():
+    """NeuronCores visible to this process (NEURON_RT_VISIBLE_CORES); 0 when
+    no daemon can be reached."""
+    return _C._device_count()
+
+
+def current_device():
+    return torch.accelerator.current_device_index()
+
+
+def _index(device):
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "neuron":
+        raise ValueError(f"expected a neuron device, got {device}")
+    return current_device() if device.index is None else device.index
+
+
+def set_device(device):
+    _lazy_init()
+    torch.accelerator.set_device_index(_index(device))
+
+
+def synchronize(device=None):
+    """Waits for every stream of the device; raises the first asynchronous
+    error (with the failing operator's name) if one happened."""
+    _lazy_init()
+    _C._synchronize(_index(device))
+
+
+class Stream(torch.Stream):
+    """A neuron stream: an ordered queue of operators on one NeuronCore.
+    Same implementation as ``torch.Stream(device="neuron")``."""
+
+    def __new__(cls, device=None, priority=0, **kwargs):
+        _lazy_init()
+        if "stream_id" in kwargs:
+            return super().__new__(cls, **kwargs)
+        return super().__new__(cls, device=torch.device("neuron", _index(device)), priority=priority)
+
+
+class Event(torch.Event):
+    """A point on a neuron stream's timeline. Same implementation as
+    ``torch.Event(device="neuron")``."""
+
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
+        _lazy_init()
+        return super().__new__(
+            cls, device="neuron", enable_timing=enable_timing, blocking=blocking,
+            interprocess=interprocess,
+        )
+
+
+def current_stream(device=None):
+    _lazy_init()
+    return torch.accelerator.current_stream(_index(device))
+
+
+def default_stream(device=None):
+    _lazy_init()
+    stream_id, device_index, device_type = _C._default_stream(_index(device))
+    return torch.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
+
+
+def set_stream(stream):
+    _lazy_init()
+    torch.accelerator.set_stream(stream)
+
+
+@contextlib.contextmanager
+def stream(stream):
+    """Makes ``stream`` current on its device inside the block."""
+    if stream is None:
+        yield
+        return
+    _lazy_init()
+    previous = torch.accelerator.current_stream(stream.device_index)
+    torch.accelerator.set_stream(stream)
+    try:
+        yield stream
+    finally:
+        torch.accelerator.set_stream(previous)
+
+
+# Random numbers: one generator per device, seeded by torch.manual_seed.
+
+def _generator(index):
+    _lazy_init()
+    return _C._default_generator(index)
+
+
+def manual_seed(seed):
+    _generator(current_device()).manual_seed(int(seed))
+
+
+def manual_seed_all(seed):
+    for index in range(device_count()):
+        _generator(index).manual_seed(int(seed))
+
+
+def seed():
+    _generator(current_device()).seed()
+
+
+def seed_all():
+    for index in range(device_count()):
+        _generator(index).seed()
+
+
+def initial_seed():
+    return _generator(current_device()).initial_seed()
+
+
+def get_rng_state(device="neuron"):
+    return _generator(_index(device)).get_state()
+
+
+def set_rng_state(new_state, device="neuron"):
+    _generator(_index(device)).set_state(new_state)
+
+
+def get_rng_state_all():
+    return [get_rng_state(index) for index in range(device_count())]
+
+
+def set_rng_state_all(new_states):
+    for index, state in enumerate(new_states):
+        set_rng_state(state, index)
+
+
+# Memory: the caching allocator's statistics.
+
+def _flatten(prefix, value, out):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else key, item, out)
+    else:
+        out[prefix] = value
+
+
+def memory_stats(device=None):
+    """Statistics of the caching allocator, flattened as CUDA's are
+    ("allocated_bytes.all.current", ...)."""
+    _lazy_init()
+    out = {}
+    _flatten("", _C._memory_stats(_index(device)), out)
+    return dict(sorted(out.items()))
+
+
+def memory_allocated(device=None):
+    return memory_stats(device)["allocated_bytes.all.current"]
+
+
+def max_memory_allocated(device=None):
+    return memory_stats(device)["allocated_bytes.all.peak"]
+
+
+def memory_reserved(device=None):
+    return memory_stats(device)["reserved_bytes.all.current"]
+
+
+def max_memory_reserved(device=None):
+    return memory_stats(device)["reserved_bytes.all.peak"]
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the device's HBM, across all processes."""
+    _lazy_init()
+    return tuple(_C._memory_info(_index(device)))
+
+
+def empty_cache():
+    """Returns cached, unused device memory to neuron-rtd."""
+    if _C._is_initialized():
+        _C._empty_cache()
+
+
+def reset_peak_memory_stats(device=None):
+    _lazy_init()
+    _C._reset_peak_memory_stats(_index(device))
+
+
+def reset_accumulated_memory_stats(device=None):
+    _lazy_init()
+    _C._reset_accumulated_memory_stats(_index(device))
+
+
+# Autocast.
+
+def get_amp_supported_dtype():
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported():
+    return True
+
+
+def is_autocast_enabled():
+    return torch.is_autocast_enabled("neuron")
+
+
+def get_autocast_dtype():
+    return torch.get_autocast_dtype("neuron")
