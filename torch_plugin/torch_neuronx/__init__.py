@@ -86,9 +86,23 @@ def _daemon_binary():
     return bundled if _os.access(bundled, _os.X_OK) else "neuron-rtd"
 
 
+def _format_on_host(tensor_str):
+    # Printing formats values with many small operators and a float64 copy;
+    # for a neuron tensor one copy to the host does it all.
+    def format_tensor(self, indent):
+        if self.device.type == "neuron":
+            self = self.cpu()
+        return tensor_str(self, indent)
+
+    format_tensor.__wrapped__ = tensor_str
+    return format_tensor
+
+
 def _register():
     if _C is None or getattr(_torch, "neuron", None) is _device:
         return
+    if not hasattr(_torch._tensor_str._tensor_str, "__wrapped__"):
+        _torch._tensor_str._tensor_str = _format_on_host(_torch._tensor_str._tensor_str)
     _C._set_daemon_binary(_daemon_binary())
     _torch.utils.rename_privateuse1_backend("neuron")
     _torch._register_device_module("neuron", _device)

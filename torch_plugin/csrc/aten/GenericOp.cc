@@ -670,12 +670,21 @@ void RunView(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
 // Builds the plan of a signature: meta inference, then the executable.
 // nullptr when the operator has no meta kernel.
 std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInfo& info,
-                                      c10::DeviceIndex device, Stack& arguments,
+                                      c10::DeviceIndex device, Stack& arguments, bool run_meta,
                                       bool* resized) {
-  Stack meta = ToMetaStack(arguments, /*keep_offset=*/false);
-  if (RunMeta(op, meta) == MetaOutcome::kNoMetaKernel) return nullptr;
   auto plan = std::make_shared<Plan>();
   const c10::FunctionSchema& schema = op.schema();
+  Stack meta;
+  if (run_meta) {
+    meta = ToMetaStack(arguments, /*keep_offset=*/false);
+    if (RunMeta(op, meta) == MetaOutcome::kNoMetaKernel) return nullptr;
+  } else {
+    TORCH_CHECK(!info.returns_new, info.qualified,
+                ": only operators that write their arguments run without meta inference");
+    for (size_t r = 0; r < schema.returns().size(); ++r) {
+      meta.push_back(arguments[info.return_argument[r]]);
+    }
+  }
   // out= arguments the operator resized: resize the real ones, and the
   // caller walks again (layouts changed).
   for (size_t r = 0; r < schema.returns().size(); ++r) {
@@ -789,7 +798,8 @@ bool LaunchInChunks(const c10::OperatorHandle& op, const OpInfo& info, Stack* st
   return true;
 }
 
-void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
+void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
+            bool run_meta = true) {
   const size_t argument_count = op.schema().arguments().size();
   Stack arguments(stack->end() - argument_count, stack->end());
   std::optional<c10::DeviceIndex> device = CallDevice(info, arguments);
@@ -817,12 +827,12 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
     plan_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     bool resized = false;
-    plan = BuildPlan(op, info, *device, arguments, &resized);
+    plan = BuildPlan(op, info, *device, arguments, run_meta, &resized);
     if (resized) {
       // Outputs took new shapes: their layouts are part of the signature.
       torch::jit::drop(*stack, argument_count);
       for (c10::IValue& value : arguments) stack->push_back(std::move(value));
-      Launch(op, info, stack);
+      Launch(op, info, stack, run_meta);
       return;
     }
     if (plan == nullptr) {
@@ -878,6 +888,10 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
 
 void LaunchOnDevice(const c10::OperatorHandle& op, Stack* stack) {
   Launch(op, InfoFor(op), stack);
+}
+
+void LaunchOnDeviceWithoutMeta(const c10::OperatorHandle& op, Stack* stack) {
+  Launch(op, InfoFor(op), stack, /*run_meta=*/false);
 }
 
 void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/, Stack* stack) {

@@ -35,6 +35,11 @@ void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
 // (explicit kernels use it for operators they have prepared arguments for).
 void LaunchOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// As LaunchOnDevice for an operator that only writes its arguments, whose
+// shapes the caller has already made right: no meta inference (for
+// operators that have no meta kernel, such as nonzero.out).
+void LaunchOnDeviceWithoutMeta(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
 // "aten::op.overload" of every operator that ran on the CPU instead.
 std::vector<std::string> FallbackOps();
 
