@@ -57,6 +57,25 @@ def set_device(device):
     torch.accelerator.set_device_index(_index(device))
 
 
+class device:
+    """Context manager that makes ``device`` the current neuron device."""
+
+    def __init__(self, device):
+        self.index = -1 if device is None else _index(device)
+        self.previous = -1
+
+    def __enter__(self):
+        if self.index >= 0:
+            self.previous = current_device()
+            set_device(self.index)
+        return self
+
+    def __exit__(self, *exc):
+        if self.index >= 0:
+            set_device(self.previous)
+        return False
+
+
 def synchronize(device=None):
     """Waits for every stream of the device; raises the first asynchronous
     error (with the failing operator's name) if one happened."""

@@ -15,7 +15,32 @@ using c10::ScalarType;
 // Operators without a policy run as they are.
 TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) { m.fallback(torch::CppFunction::makeFallthrough()); }
 
-TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+// PyTorch itself registers a few of these for PrivateUse1 (addmm): those
+// are kept, so that nothing is registered twice.
+class UnlessRegistered {
+ public:
+  explicit UnlessRegistered(torch::Library& library) : library_(library) {}
+
+  template <typename Name, typename Function>
+  UnlessRegistered& impl(Name name, Function&& function) {
+    const std::string qualified(static_cast<const char*>(name));
+    const size_t dot = qualified.find('.');
+    const c10::OperatorName op(qualified.substr(0, dot),
+                               dot == std::string::npos ? "" : qualified.substr(dot + 1));
+    std::optional<c10::OperatorHandle> handle = c10::Dispatcher::singleton().findOp(op);
+    if (handle && handle->hasKernelForDispatchKey(c10::DispatchKey::AutocastPrivateUse1)) {
+      return *this;
+    }
+    library_.impl(name, std::forward<Function>(function));
+    return *this;
+  }
+
+ private:
+  torch::Library& library_;
+};
+
+TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, library) {
+  UnlessRegistered m(library);
   // Matrix products and convolutions: the lower precision.
   KERNEL_PRIVATEUSEONE(addmm, lower_precision_fp)
   KERNEL_PRIVATEUSEONE(addmv, lower_precision_fp)

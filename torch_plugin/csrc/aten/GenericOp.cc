@@ -8,6 +8,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -133,6 +134,11 @@ struct OpInfo {
   // The out= overload a functional operator runs as, when there is one.
   std::optional<c10::OperatorHandle> out_variant;
   std::string out_variant_overload;
+  // An out= overload runs as its functional overload, the results copied
+  // into the out= tensors at these argument positions: ATen's CPU out=
+  // kernels may resize their outputs, which daemon memory cannot do.
+  std::optional<c10::OperatorHandle> functional_variant;
+  std::vector<size_t> out_positions;
 };
 
 bool SameAliasSet(const c10::AliasInfo& a, const c10::AliasInfo& b) {
@@ -184,6 +190,50 @@ void FindOutVariant(const c10::FunctionSchema& schema, OpInfo& info) {
     info.out_variant_overload = overload;
     return;
   }
+}
+
+void FindFunctionalVariant(const c10::FunctionSchema& schema, OpInfo& info) {
+  std::vector<size_t> inputs;
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const c10::Argument& argument = schema.arguments()[i];
+    const bool out = argument.kwarg_only() && argument.alias_info() != nullptr &&
+                     argument.alias_info()->isWrite();
+    (out ? info.out_positions : inputs).push_back(i);
+  }
+  if (info.out_positions.empty() || info.out_positions.size() != schema.returns().size()) {
+    info.out_positions.clear();
+    return;
+  }
+  const auto& overloads = OverloadsByName();
+  auto it = overloads.find(schema.name());
+  if (it == overloads.end()) return;
+  for (const std::string& overload : it->second) {
+    if (overload == schema.overload_name()) continue;
+    std::optional<c10::OperatorHandle> handle =
+        c10::Dispatcher::singleton().findOp({schema.name(), overload});
+    if (!handle || !handle->hasSchema()) continue;
+    const c10::FunctionSchema& candidate = handle->schema();
+    if (candidate.arguments().size() != inputs.size() ||
+        candidate.returns().size() != info.out_positions.size()) {
+      continue;
+    }
+    bool matches = true;
+    for (size_t i = 0; i < inputs.size() && matches; ++i) {
+      const c10::Argument& ours = schema.arguments()[inputs[i]];
+      const c10::Argument& theirs = candidate.arguments()[i];
+      matches = ours.name() == theirs.name() && *ours.type() == *theirs.type() &&
+                theirs.alias_info() == nullptr;
+    }
+    for (const c10::Argument& result : candidate.returns()) {
+      matches &= result.alias_info() == nullptr &&
+                 result.type()->kind() == c10::TypeKind::TensorType;
+    }
+    if (matches) {
+      info.functional_variant = handle;
+      return;
+    }
+  }
+  info.out_positions.clear();
 }
 
 std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
@@ -239,7 +289,24 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
     all_new_tensors &= info->return_argument[i] < 0 &&
                        schema.returns()[i].type()->kind() == c10::TypeKind::TensorType;
   }
-  if (all_new_tensors && info->unsupported.empty()) FindOutVariant(schema, *info);
+  // Only where the out= overload is known to compute exactly what the
+  // functional one does into the given tensor: pointwise operators and
+  // matrix products (the bulk of a training step's bytes). Others' out=
+  // kernels may resize their outputs (mse_loss.out) or expect other result
+  // dtypes (native_batch_norm.out); they run functionally and the daemon
+  // copies the results into place.
+  static const std::set<std::string> kMatrixProducts = {"aten::mm", "aten::addmm", "aten::bmm",
+                                                        "aten::baddbmm"};
+  const bool reduces = schema.argumentIndexWithName("reduction").has_value();
+  const bool out_is_equivalent = (op.hasTag(at::Tag::pointwise) && !reduces) ||
+                                 kMatrixProducts.count(schema.name()) > 0;
+  if (all_new_tensors && out_is_equivalent && schema.returns().size() == 1 &&
+      info->unsupported.empty()) {
+    FindOutVariant(schema, *info);
+  }
+  if (!info->returns_new && !info->is_view && info->unsupported.empty()) {
+    FindFunctionalVariant(schema, *info);
+  }
   return info;
 }
 
@@ -725,7 +792,19 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
                              .address_index = next_address++};
   };
   const c10::OperatorHandle* launched = &op;
-  if (info.out_variant && !plan->outputs.empty()) {
+  if (info.functional_variant) {
+    launched = &*info.functional_variant;
+    std::vector<rtd::OpValue> inputs;
+    for (size_t i = 0; i < executable.arguments.size(); ++i) {
+      if (std::find(info.out_positions.begin(), info.out_positions.end(), i) !=
+          info.out_positions.end()) {
+        executable.outputs.push_back(std::get<rtd::TensorLayout>(executable.arguments[i]));
+      } else {
+        inputs.push_back(std::move(executable.arguments[i]));
+      }
+    }
+    executable.arguments = std::move(inputs);
+  } else if (info.out_variant && !plan->outputs.empty()) {
     plan->uses_out_variant = true;
     launched = &*info.out_variant;
     for (const OutputSpec& spec : plan->outputs) executable.arguments.emplace_back(output_layout(spec));

@@ -152,9 +152,14 @@ c10::Scalar LocalScalarDense(const at::Tensor& self) {
   return result;
 }
 
+void RecordStream(at::Tensor& self, c10::Stream stream) {
+  NeuronAllocator().recordStream(self.storage().data_ptr(), stream);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("record_stream", RecordStream);
   m.impl("empty.memory_format", Empty);
   m.impl("empty_strided", EmptyStrided);
   m.impl("as_strided", AsStrided);

@@ -1,0 +1,75 @@
+"""Each pytest session starts its own neuron-rtd on a temporary socket and
+points torch_neuronx at it (NEURON_RTD_ADDRESS) before any test touches the
+device. Readiness comes from the daemon's sd_notify message, not polling."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def daemon_binary():
+    import torch_neuronx
+
+    return torch_neuronx._daemon_binary()
+
+
+def start_daemon(socket_path, extra_args=(), config_text=""):
+    """Starts neuron-rtd and returns (process, log path) once it serves."""
+    directory = os.path.dirname(socket_path)
+    config = os.path.join(directory, "neuron-rtd.toml")
+    with open(config, "w") as handle:
+        handle.write(config_text)
+    notify_path = os.path.join(directory, "notify.sock")
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    notify.settimeout(60)
+    log_path = socket_path + ".log"
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [daemon_binary(), "--config", config, "--socket", socket_path, *extra_args],
+            stdout=log, stderr=subprocess.STDOUT, env=env,
+        )
+    try:
+        while b"READY=1" not in notify.recv(4096):
+            pass
+    finally:
+        notify.close()
+    return process, log_path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def neuron_daemon():
+    directory = tempfile.mkdtemp(prefix="neuron-pytest-")
+    socket_path = os.path.join(directory, "neuron-rtd.sock")
+    # A per-session HBM quota makes out-of-memory reachable in a test.
+    process, log_path = start_daemon(
+        socket_path, config_text="[session]\nmax_hbm_bytes = 2147483648\n")
+    os.environ["NEURON_RTD_ADDRESS"] = "unix:" + socket_path
+    os.environ["NEURON_RTD_AUTOSTART"] = "0"
+    yield socket_path
+    process.terminate()
+    process.wait(timeout=30)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def run_python(tmp_path):
+    """Runs a Python snippet in a fresh interpreter (its own session)."""
+
+    def run(code, env=None, timeout=300):
+        script = tmp_path / "snippet.py"
+        script.write_text(code)
+        return subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=timeout,
+            env=dict(os.environ, **(env or {})),
+        )
+
+    return run

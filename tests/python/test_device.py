@@ -1,0 +1,108 @@
+"""The neuron device as PyTorch sees it: registration, device module,
+torch.accelerator, tensor creation and copies."""
+
+import io
+
+import pytest
+import torch
+import torch_neuronx
+
+
+def test_import_torch_registers_the_device(run_python):
+    result = run_python("import torch\nprint(torch.device('neuron').type, hasattr(torch, 'neuron'))")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["neuron", "True"]
+
+
+def test_import_torch_without_a_daemon_still_works(run_python, tmp_path):
+    result = run_python(
+        "import torch\nprint(torch.neuron.is_available(), torch.neuron.device_count())",
+        env={"NEURON_RTD_ADDRESS": f"unix:{tmp_path}/nobody.sock", "NEURON_RTD_AUTOSTART": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "0"]
+
+
+def test_device_module_and_accelerator():
+    assert torch.neuron.is_available()
+    count = torch.neuron.device_count()
+    assert count >= 1
+    assert torch.accelerator.current_accelerator().type == "neuron"
+    assert torch.accelerator.device_count() == count
+    torch.accelerator.set_device_index(0)
+    assert torch.accelerator.current_device_index() == 0
+    assert torch.accelerator.current_stream().device.type == "neuron"
+    torch.accelerator.synchronize()
+
+
+def test_bad_device_index_names_the_device():
+    with pytest.raises(ValueError, match="neuron:57 does not exist"):
+        torch.empty(3, device="neuron:57")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64,
+                                   torch.int32, torch.int8, torch.uint8, torch.bool])
+def test_round_trip_keeps_values(dtype):
+    cpu = (torch.arange(24) - 7).reshape(2, 3, 4).to(dtype)
+    device = cpu.to("neuron")
+    assert device.device.type == "neuron" and device.dtype == dtype
+    torch.testing.assert_close(device.cpu(), cpu)
+
+
+def test_creation_paths():
+    device = "neuron"
+    assert torch.empty(2, 3, device=device).shape == (2, 3)
+    torch.testing.assert_close(torch.zeros(4, device=device).cpu(), torch.zeros(4))
+    torch.testing.assert_close(torch.ones(2, 2, device=device).cpu(), torch.ones(2, 2))
+    torch.testing.assert_close(torch.full((3,), 2.5, device=device).cpu(), torch.full((3,), 2.5))
+    torch.testing.assert_close(torch.arange(10, device=device).cpu(), torch.arange(10))
+    torch.testing.assert_close(torch.arange(0, 1, 0.25, device=device).cpu(),
+                               torch.arange(0, 1, 0.25))
+    torch.testing.assert_close(torch.linspace(0, 1, 5, device=device).cpu(), torch.linspace(0, 1, 5))
+    torch.testing.assert_close(torch.eye(3, device=device).cpu(), torch.eye(3))
+    torch.testing.assert_close(torch.tensor([1, 2, 3], device=device).cpu(), torch.tensor([1, 2, 3]))
+    x = torch.ones(2, 3, device=device)
+    assert torch.zeros_like(x).device.type == "neuron"
+    assert x.new_full((4,), 7).cpu().tolist() == [7.0] * 4
+    assert torch.empty_strided((2, 3), (1, 2), device=device).stride() == (1, 2)
+    assert torch.randn(5, device=device).shape == (5,)
+
+
+def test_float64_runs_as_float32():
+    x = torch.tensor([1.5, 2.5], dtype=torch.float64).to("neuron")
+    assert x.dtype == torch.float32
+    torch.testing.assert_close(x.cpu(), torch.tensor([1.5, 2.5]))
+
+
+def test_print_and_item():
+    x = torch.tensor([[1.0, -2.0], [3.0, 0.5]], device="neuron")
+    text = repr(x)
+    assert "device='neuron:0'" in text and "-2.0000" in text
+    assert x[1, 0].item() == 3.0
+    assert torch.tensor(True, device="neuron").item() is True
+
+
+def test_save_and_load_both_ways():
+    state = {"w": torch.randn(3, 4).to("neuron"), "b": torch.arange(3).to("neuron")}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    assert loaded["w"].device.type == "neuron"
+    torch.testing.assert_close(loaded["w"].cpu(), state["w"].cpu())
+    buffer.seek(0)
+    on_cpu = torch.load(buffer, map_location="cpu")
+    assert on_cpu["b"].device.type == "cpu"
+    torch.testing.assert_close(on_cpu["b"], state["b"].cpu())
+    cpu_buffer = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, cpu_buffer)
+    cpu_buffer.seek(0)
+    assert torch.load(cpu_buffer, map_location="neuron")["w"].device.type == "neuron"
+
+
+def test_module_to_neuron_and_methods():
+    module = torch.nn.Linear(3, 2).to("neuron")
+    assert module.weight.device.type == "neuron"
+    x = torch.ones(3)
+    assert x.neuron().is_neuron
+    assert module.cpu().weight.device.type == "cpu"

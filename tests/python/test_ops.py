@@ -1,0 +1,115 @@
+"""Operators on neuron against the same on the CPU, float32 and bfloat16,
+and that none of them falls back to the CPU."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torch_neuronx
+
+F32 = dict(rtol=1e-5, atol=1e-5)
+BF16 = dict(rtol=2e-2, atol=2e-2)
+
+
+def make(*shape, dtype=torch.float32, positive=False, seed=0):
+    generator = torch.Generator().manual_seed(seed + len(shape) * 7 + sum(shape))
+    x = torch.randn(*shape, generator=generator)
+    return (x.abs() + 0.1 if positive else x).to(dtype)
+
+
+OPS = {
+    "add": lambda a, b: a + b * 2,
+    "sub_mul_div": lambda a, b: (a - b) * a / (b.abs() + 1),
+    "pow_sqrt_exp_log": lambda a, b: a.abs().sqrt() + torch.exp(b.clamp(max=2)) + torch.log(a.abs() + 1),
+    "activations": lambda a, b: F.gelu(a) + F.relu(b) + torch.sigmoid(a) + torch.tanh(b) + F.silu(a),
+    "sum_mean_amax": lambda a, b: torch.stack([a.sum(), a.mean(1).sum(), b.amax(0).sum(), a.var()]),
+    "matmul": lambda a, b: a @ b.T,
+    "bmm": lambda a, b: torch.bmm(a.reshape(2, 4, 8), b.reshape(2, 8, 4)),
+    "softmax": lambda a, b: F.softmax(a, dim=-1) + F.log_softmax(b, dim=0),
+    "layer_norm": lambda a, b: F.layer_norm(a, (8,)),
+    "cat_stack": lambda a, b: torch.cat([a, b], 0) .sum(0) + torch.stack([a, b]).mean(0).sum(0),
+    "where_cmp": lambda a, b: torch.where(a > b, a, b * 0.5),
+    "cumsum": lambda a, b: torch.cumsum(a, dim=1),
+    "sort_values": lambda a, b: torch.sort(a, dim=1).values,
+    "topk": lambda a, b: torch.topk(a, 3, dim=1).values,
+    "transpose_contiguous": lambda a, b: a.t().contiguous() * 1.5,
+    "max_dim": lambda a, b: torch.max(a, dim=1).values + torch.argmax(b, dim=1).float(),
+}
+
+
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float32, F32), (torch.bfloat16, BF16)],
+                         ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_op_matches_cpu(name, dtype, tolerance):
+    a, b = make(8, 8, dtype=dtype), make(8, 8, dtype=dtype, seed=1)
+    expected = OPS[name](a, b)
+    actual = OPS[name](a.to("neuron"), b.to("neuron"))
+    assert actual.device.type == "neuron"
+    torch.testing.assert_close(actual.cpu(), expected, **tolerance)
+
+
+def test_conv_pool_batchnorm_match_cpu():
+    x = make(2, 3, 10, 10)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+    norm = torch.nn.BatchNorm2d(4)
+    conv_n, norm_n = copy.deepcopy(conv).to("neuron"), copy.deepcopy(norm).to("neuron")
+    expected = F.max_pool2d(norm(conv(x)), 2)
+    actual = F.max_pool2d(norm_n(conv_n(x.to("neuron"))), 2)
+    torch.testing.assert_close(actual.cpu(), expected, **F32)
+    torch.testing.assert_close(norm_n.running_mean.cpu(), norm.running_mean, **F32)
+
+
+def test_embedding_indexing_and_scatter_match_cpu():
+    table = make(10, 4)
+    ids = torch.tensor([[1, 3, 3], [0, 9, 2]])
+    n_table, n_ids = table.to("neuron"), ids.to("neuron")
+    torch.testing.assert_close(F.embedding(n_ids, n_table).cpu(), F.embedding(ids, table))
+    torch.testing.assert_close(n_table[n_ids[0]].cpu(), table[ids[0]])
+    torch.testing.assert_close(torch.gather(n_table, 1, n_ids[:, :2].T.contiguous() % 4).cpu(),
+                               torch.gather(table, 1, ids[:, :2].T.contiguous() % 4))
+    target = torch.zeros(3, 4)
+    index = torch.tensor([[0, 1, 2, 0]])
+    expected = target.scatter_add(0, index, torch.ones(1, 4))
+    actual = target.to("neuron").scatter_add(0, index.to("neuron"), torch.ones(1, 4, device="neuron"))
+    torch.testing.assert_close(actual.cpu(), expected)
+    updated = table.clone()
+    updated[ids[0]] = 0.5
+    n_updated = n_table.clone()
+    n_updated[n_ids[0]] = 0.5
+    torch.testing.assert_close(n_updated.cpu(), updated)
+
+
+def test_data_dependent_ops():
+    x = torch.tensor([[1.0, 0.0, 3.0], [0.0, -2.0, 0.0]])
+    n = x.to("neuron")
+    assert torch.nonzero(n).cpu().tolist() == torch.nonzero(x).tolist()
+    assert n[n > 0].cpu().tolist() == x[x > 0].tolist()
+    assert torch.masked_select(n, n != 0).cpu().tolist() == torch.masked_select(x, x != 0).tolist()
+    y, m = x.clone(), n.clone()
+    y[y < 0] = 7
+    m[m < 0] = 7
+    assert m.cpu().tolist() == y.tolist()
+    assert torch.unique(n).cpu().tolist() == torch.unique(x).tolist()
+
+
+def test_cross_entropy_and_losses_match_cpu():
+    logits, target = make(6, 5), torch.tensor([0, 4, 2, 1, 3, 3])
+    expected = F.cross_entropy(logits, target) + F.mse_loss(logits, logits * 0.5)
+    actual = F.cross_entropy(logits.to("neuron"), target.to("neuron")) + F.mse_loss(
+        logits.to("neuron"), logits.to("neuron") * 0.5)
+    torch.testing.assert_close(actual.cpu(), expected, **F32)
+
+
+def test_an_mlp_and_a_transformer_block_need_no_cpu_fallback(run_python):
+    result = run_python(
+        "import torch, torch_neuronx\n"
+        "layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)\n"
+        "mlp = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 32))\n"
+        "model = torch.nn.Sequential(layer, mlp).to('neuron')\n"
+        "opt = torch.optim.AdamW(model.parameters())\n"
+        "x = torch.randn(2, 5, 32, device='neuron')\n"
+        "loss = model(x).square().mean(); loss.backward(); opt.step()\n"
+        "print(loss.item() > 0, torch_neuronx.get_fallback_ops())\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True []", result.stdout + result.stderr

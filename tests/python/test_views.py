@@ -1,0 +1,62 @@
+"""Views are metadata only, and in-place operators on views write through to
+their base; strided and non-contiguous tensors keep their layouts."""
+
+import torch
+
+
+def test_views_share_storage_and_write_through():
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    n = base.to("neuron")
+    view = n[1:3, ::2]
+    assert view.data_ptr() == n.data_ptr() + (6 + 0) * 4
+    assert view.stride() == (6, 2)
+    view.mul_(10)
+    base[1:3, ::2].mul_(10)
+    torch.testing.assert_close(n.cpu(), base)
+    n.t()[0].add_(1)
+    base.t()[0].add_(1)
+    torch.testing.assert_close(n.cpu(), base)
+    n.view(24)[5] = -1
+    base.view(24)[5] = -1
+    torch.testing.assert_close(n.cpu(), base)
+
+
+def test_view_ops_match_cpu():
+    base = torch.randn(2, 3, 4)
+    n = base.to("neuron")
+    for fn in (lambda t: t.permute(2, 0, 1), lambda t: t.unsqueeze(1).expand(2, 5, 3, 4),
+               lambda t: t.reshape(6, 4), lambda t: t.narrow(2, 1, 2), lambda t: t.select(1, 2),
+               lambda t: t.unfold(2, 2, 1), lambda t: t.diagonal(dim1=1, dim2=2),
+               lambda t: t.split(1, dim=1)[1], lambda t: t.flatten(1).T):
+        torch.testing.assert_close(fn(n).cpu(), fn(base))
+
+
+def test_non_contiguous_inputs_and_outputs():
+    a = torch.randn(6, 5).t()
+    b = torch.randn(5, 6)[:, ::1]
+    torch.testing.assert_close((a.to("neuron") + b.to("neuron")).cpu(), a + b)
+    out = torch.empty(6, 5).t()
+    n_out = torch.empty(6, 5, device="neuron").t()
+    torch.add(a, b, out=out)
+    torch.add(a.to("neuron"), b.to("neuron"), out=n_out)
+    assert n_out.stride() == out.stride()
+    torch.testing.assert_close(n_out.cpu(), out)
+    strided_copy = torch.empty(5, 6, device="neuron")[:, ::2]
+    strided_copy.copy_(torch.ones(5, 3))
+    assert strided_copy.cpu().sum().item() == 15
+
+
+def test_out_argument_is_resized():
+    out = torch.empty(0, device="neuron")
+    torch.mul(torch.ones(3, device="neuron"), 2, out=out)
+    assert out.shape == (3,) and out.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+def test_resize_and_set():
+    x = torch.arange(4.0, device="neuron")
+    x.resize_(2, 3)
+    assert x.shape == (2, 3)
+    x[0, :2].copy_(torch.tensor([7.0, 8.0]))
+    assert x.cpu()[0, :2].tolist() == [7.0, 8.0]
+    y = torch.empty(0, device="neuron").set_(x.untyped_storage(), 0, (4,), (1,))
+    assert y.cpu().tolist()[:2] == [7.0, 8.0]
