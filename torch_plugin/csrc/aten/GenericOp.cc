@@ -448,6 +448,21 @@ class CallWalker {
   }
 
   void Argument(ArgKind kind, const c10::IValue& value) {
+    if (kind == ArgKind::kGenerator) {
+      // No generator given: the device's default one, so that
+      // torch.manual_seed makes the call reproducible.
+      at::Generator generator =
+          value.isNone() ? DefaultGenerator(device_) : value.toGenerator();
+      key.push_back('G');
+      // The planning walk only needs the offset: drawing a seed there would
+      // advance the generator twice on a plan-cache miss.
+      const uint64_t seed =
+          plan_ != nullptr ? 0 : generator.get<NeuronGenerator>()->NextCallSeed();
+      const auto offset = static_cast<uint32_t>(scalars.size());
+      PushScalar(c10::IValue(static_cast<int64_t>(seed)));
+      Add(rtd::GeneratorSeed{.offset = offset});
+      return;
+    }
     if (value.isNone()) {
       key.push_back('N');
       Add(rtd::NoneValue{});
@@ -555,14 +570,8 @@ class CallWalker {
         Add(text);
         return;
       }
-      case ArgKind::kGenerator: {
-        at::Generator generator = value.toGenerator();
-        const uint64_t seed = generator.get<NeuronGenerator>()->NextCallSeed();
-        const auto offset = static_cast<uint32_t>(scalars.size());
-        PushScalar(c10::IValue(static_cast<int64_t>(seed)));
-        Add(rtd::GeneratorSeed{.offset = offset});
-        return;
-      }
+      case ArgKind::kGenerator:
+        return;  // handled above
       case ArgKind::kUnsupported:
         TORCH_CHECK(false, info_.qualified, ": internal error: unsupported argument reached ",
                     "the device path");
