@@ -4,7 +4,7 @@
 #
 #   deploy/dev.sh build   install what is missing, configure and build
 #   deploy/dev.sh test    build, then run every test (CTest and pytest)
-#   deploy/dev.sh demo    build, start a daemon on the simulated device, show it
+#   deploy/dev.sh demo    build, train a small MLP and transformer on neuron (embedded daemon)
 #   deploy/dev.sh bench   build, run every benchmark; the last line is one JSON object
 #
 # Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
@@ -93,39 +93,26 @@ cmd_test() {
   fi
 }
 
-DEMO_DIR=""
-DEMO_PID=""
-
-stop_demo_daemon() {
-  if [ -n "$DEMO_PID" ] && kill -0 "$DEMO_PID" 2>/dev/null; then
-    log "stopping neuron-rtd (SIGTERM)"
-    kill -TERM "$DEMO_PID"
-    wait "$DEMO_PID" || true
-  fi
-  [ -z "$DEMO_DIR" ] || rm -rf "$DEMO_DIR"
-}
-
 cmd_demo() {
   cmd_build
-  local preset="${NEURON_SIM_PRESET:-trn2.3xlarge}"
-  DEMO_DIR="$(mktemp -d /tmp/neuron-demo-XXXXXX)"
-  local socket="$DEMO_DIR/neuron-rtd.sock"
-  trap stop_demo_daemon EXIT
-  log "starting neuron-rtd on the simulated device (preset $preset) at unix:$socket"
-  "$BUILD_DIR/bin/neuron-rtd" --socket "$socket" --sim-preset "$preset" &
-  DEMO_PID=$!
-  export NEURON_RTD_ADDRESS="unix:$socket"
-  local tries=0
-  until "$BUILD_DIR/bin/neuronctl" health >/dev/null 2>&1; do
-    kill -0 "$DEMO_PID" 2>/dev/null || die "neuron-rtd exited before it was ready"
-    tries=$((tries + 1))
-    [ "$tries" -lt 200 ] || die "neuron-rtd was not ready after 10 s"
-    sleep 0.05
+  local neuronctl="$BUILD_DIR/bin/neuronctl"
+  log "training on neuron (examples/train.py); with no daemon running, the first use of the"
+  log "device starts a per-user neuron-rtd on the simulated Trainium"
+  "$VENV/bin/python" "$ROOT/examples/train.py" --steps "${DEMO_STEPS:-10}" &
+  local trainer=$!
+  # Show the training process's session while it runs.
+  local shown=0
+  while kill -0 "$trainer" 2>/dev/null; do
+    if [ "$shown" -eq 0 ] && "$neuronctl" ps 2>/dev/null | grep -q "torch_neuronx pid $trainer"; then
+      log "neuronctl ps (during training)"
+      "$neuronctl" ps
+      shown=1
+    fi
+    sleep 0.5
   done
-  log "neuronctl health"
-  "$BUILD_DIR/bin/neuronctl" health
+  wait "$trainer"
   log "neuronctl ls"
-  "$BUILD_DIR/bin/neuronctl" ls
+  "$neuronctl" ls
 }
 
 cmd_bench() {
