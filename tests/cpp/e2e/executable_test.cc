@@ -151,6 +151,107 @@ TEST_F(ExecutableTest, RandomOpsAreReproducibleFromTheirSeed) {
   EXPECT_LT(std::abs(sum / 64), 0.5f) << "normally distributed around 0";
 }
 
+// Plans built as plain data (what torch_neuronx builds), encoded by
+// libneuronrt: every argument kind the plugin uses.
+rtd::TensorLayout Layout(std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                         uint32_t address, int32_t dtype = 6) {
+  return rtd::TensorLayout{.dtype = dtype,
+                           .sizes = std::move(sizes),
+                           .strides = std::move(strides),
+                           .address_index = address};
+}
+
+TEST_F(ExecutableTest, ScalarListsAreReadFromEachLaunch) {
+  rtd::EagerOpPlan plan{.name = "aten::_foreach_mul_", .overload = "ScalarList"};
+  plan.arguments.emplace_back(
+      std::vector<rtd::TensorLayout>{Layout({2}, {1}, 0), Layout({2}, {1}, 1)});
+  plan.arguments.emplace_back(rtd::ImmediateScalarList{
+      .kind = rtd::ImmediateScalar::Kind::kDouble, .offset = 0, .count = 2});
+  absl::StatusOr<uint64_t> id = session_->LoadEagerOp(plan, "foreach_mul_");
+  ASSERT_TRUE(id.ok()) << id.status();
+  Upload(0, {1, 2});
+  Upload(10, {3, 4});
+  const double factors[] = {2.0, -3.0};
+  const uint64_t addresses[] = {At(0), At(10)};
+  ASSERT_TRUE(stream_->Launch(*id, addresses,
+                              std::span(reinterpret_cast<const uint8_t*>(factors), 16))
+                  .ok());
+  EXPECT_EQ(Download(0, 2), (std::vector<float>{2, 4}));
+  EXPECT_EQ(Download(10, 2), (std::vector<float>{-9, -12}));
+}
+
+TEST_F(ExecutableTest, OptionalTensorListsIndex) {
+  // x[:, idx] with x 2x3 and idx [2, 0]: index.Tensor(x, [None, idx]).
+  rtd::EagerOpPlan plan{.name = "aten::index", .overload = "Tensor"};
+  plan.arguments.emplace_back(Layout({2, 3}, {3, 1}, 0));
+  plan.arguments.emplace_back(
+      rtd::OptionalTensorLayouts{std::nullopt, Layout({2}, {1}, 1, /*int64*/ 4)});
+  plan.outputs.push_back(Layout({2, 2}, {2, 1}, 2));
+  absl::StatusOr<uint64_t> id = session_->LoadEagerOp(plan);
+  ASSERT_TRUE(id.ok()) << id.status();
+  Upload(0, {1, 2, 3, 4, 5, 6});
+  const int64_t index[] = {2, 0};
+  ASSERT_TRUE(stream_->CopyToDevice(At(10), index, sizeof(index)).ok());
+  const uint64_t addresses[] = {At(0), At(10), At(20)};
+  ASSERT_TRUE(stream_->Launch(*id, addresses, {}).ok());
+  EXPECT_EQ(Download(20, 4), (std::vector<float>{3, 1, 6, 4}));
+}
+
+TEST_F(ExecutableTest, FactoriesGetTheDaemonsDevice) {
+  // aten::full(size, fill_value, dtype, layout, device, pin_memory).
+  rtd::EagerOpPlan plan{.name = "aten::full", .overload = ""};
+  plan.arguments.emplace_back(std::vector<int64_t>{3});
+  plan.arguments.emplace_back(rtd::ImmediateScalar{.kind = rtd::ImmediateScalar::Kind::kDouble});
+  plan.arguments.emplace_back(rtd::ScalarTypeValue{.dtype = 6});
+  plan.arguments.emplace_back(rtd::NoneValue{});
+  plan.arguments.emplace_back(rtd::DeviceValue{});
+  plan.arguments.emplace_back(rtd::NoneValue{});
+  plan.outputs.push_back(Layout({3}, {1}, 0));
+  absl::StatusOr<uint64_t> id = session_->LoadEagerOp(plan);
+  ASSERT_TRUE(id.ok()) << id.status();
+  const double value = 7.5;
+  const uint64_t addresses[] = {At(0)};
+  ASSERT_TRUE(
+      stream_->Launch(*id, addresses, std::span(reinterpret_cast<const uint8_t*>(&value), 8))
+          .ok());
+  EXPECT_EQ(Download(0, 3), (std::vector<float>{7.5, 7.5, 7.5}));
+}
+
+TEST_F(ExecutableTest, DefaultGeneratorIsSeededPerCall) {
+  // native_dropout has no Generator argument: it draws from the default one.
+  rtd::EagerOpPlan plan{.name = "aten::native_dropout", .overload = ""};
+  plan.arguments.emplace_back(Layout({64}, {1}, 0));
+  plan.arguments.emplace_back(0.5);
+  plan.arguments.emplace_back(true);
+  plan.outputs.push_back(Layout({64}, {1}, 1));
+  plan.outputs.push_back(Layout({64}, {1}, 2, /*bool*/ 11));
+  plan.default_generator = rtd::GeneratorSeed{.offset = 0};
+  absl::StatusOr<uint64_t> id = session_->LoadEagerOp(plan);
+  ASSERT_TRUE(id.ok()) << id.status();
+  Upload(0, std::vector<float>(64, 1.0f));
+  auto draw = [&](uint64_t seed) {
+    const uint64_t addresses[] = {At(0), At(100), At(200)};
+    EXPECT_TRUE(
+        stream_->Launch(*id, addresses, std::span(reinterpret_cast<const uint8_t*>(&seed), 8))
+            .ok());
+    return Download(100, 64);
+  };
+  const std::vector<float> first = draw(42);
+  EXPECT_EQ(draw(42), first);
+  EXPECT_NE(draw(43), first);
+}
+
+TEST_F(ExecutableTest, ScalarListsBeyondAnyRecordAreRefused) {
+  rtd::EagerOpPlan plan{.name = "aten::_foreach_mul_", .overload = "ScalarList"};
+  plan.arguments.emplace_back(std::vector<rtd::TensorLayout>{Layout({2}, {1}, 0)});
+  plan.arguments.emplace_back(rtd::ImmediateScalarList{
+      .kind = rtd::ImmediateScalar::Kind::kDouble, .offset = 4000, .count = 100});
+  absl::StatusOr<uint64_t> id = session_->LoadEagerOp(plan);
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(id.status().message()), HasSubstr("beyond any record"));
+}
+
 TEST_F(ExecutableTest, InPlaceOpOnAStridedView) {
   // self is the transpose of a 2x3 matrix: sizes [3, 2], strides [1, 3].
   v1::EagerOp add_;
