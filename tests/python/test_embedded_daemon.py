@@ -20,7 +20,7 @@ def _env(socket_path, **extra):
 
 
 def _daemon_pids(socket_path):
-    out = subprocess.run(["pgrep", "-f", f"neuron-rtd --socket {socket_path}"],
+    out = subprocess.run(["pgrep", "-f", f"^[^ ]*neuron-rtd --socket {socket_path}"],
                          capture_output=True, text=True).stdout
     return [int(pid) for pid in out.split()]
 

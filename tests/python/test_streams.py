@@ -67,3 +67,51 @@ def test_error_surfaces_at_the_next_sync_point_with_the_op_name(run_python):
     lines = result.stdout.splitlines()
     assert lines[0] == "queued"
     assert "aten::index_select" in lines[1] and "out of range" in lines[1], result.stdout
+
+
+def test_copies_between_devices():
+    if torch.neuron.device_count() < 2:
+        pytest.skip("needs two neuron devices")
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4).to("neuron:0")
+    y = x.to("neuron:1")
+    assert y.device == torch.device("neuron", 1)
+    torch.testing.assert_close(y.cpu(), x.cpu())
+    z = torch.empty(4, 3, device="neuron:1").t()
+    z.copy_(x)  # strided destination on the other device
+    torch.testing.assert_close(z.cpu(), x.cpu())
+    with torch.neuron.device(1):
+        assert (torch.ones(2, device="neuron") * 3).device.index == 1
+
+
+def test_operators_from_several_threads_at_once():
+    import threading
+
+    results, errors = {}, []
+
+    def work(index):
+        try:
+            a = torch.full((64, 64), float(index), device="neuron")
+            for _ in range(20):
+                a = a @ torch.eye(64, device="neuron")
+            results[index] = a.sum().item()
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert results == {i: float(i) * 64 * 64 for i in range(4)}
+
+
+def test_pinned_source_is_not_reused_before_its_copy_ran():
+    sources = []
+    device = torch.empty(1 << 18, device="neuron")
+    for value in range(4):
+        host = torch.full((1 << 18,), float(value)).pin_memory()
+        device.copy_(host, non_blocking=True)
+        sources.append(device.sum())
+        del host  # the buffer goes back to the cache while the copy may be queued
+    assert [s.item() for s in sources] == [float(v) * (1 << 18) for v in range(4)]

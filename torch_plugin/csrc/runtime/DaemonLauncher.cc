@@ -25,6 +25,8 @@ namespace torch_neuronx {
 namespace {
 
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
+constexpr std::string_view kPerUserInsteadOfSystem =
+    "per-user socket (the system socket does not answer)";
 
 bool Answers(const neuronrt::DaemonAddress& address) {
   absl::StatusOr<std::unique_ptr<neuronrt::Client>> client =
@@ -88,6 +90,10 @@ absl::Status SpawnDetached(const std::vector<std::string>& argv, const std::stri
 
 }  // namespace
 
+bool MustNameAddress(const neuronrt::DaemonAddress& address) {
+  return address.origin == kPerUserInsteadOfSystem;
+}
+
 LaunchOptions LaunchOptionsFromEnvironment(std::string daemon_binary) {
   LaunchOptions options;
   options.daemon_binary = std::move(daemon_binary);
@@ -109,8 +115,9 @@ absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& option
     // A system socket nobody serves: a user cannot start the system daemon,
     // so the per-user one is started instead.
     const std::string path = neuron::rtd::PerUserSocketPath();
-    address = neuronrt::DaemonAddress{
-        .target = "unix:" + path, .socket_path = path, .origin = "per-user socket"};
+    address = neuronrt::DaemonAddress{.target = "unix:" + path,
+                                      .socket_path = path,
+                                      .origin = std::string(kPerUserInsteadOfSystem)};
     if (Answers(*address)) return address;
   }
   if (!options.autostart) {

@@ -32,6 +32,11 @@ LaunchOptions LaunchOptionsFromEnvironment(std::string daemon_binary);
 // Without autostart: UNAVAILABLE saying how to start one.
 absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& options);
 
+// Whether a session must be opened with `address` given explicitly: only
+// when EnsureDaemon chose another socket than the client's own resolution
+// would (so that errors otherwise name where the address came from).
+bool MustNameAddress(const neuronrt::DaemonAddress& address);
+
 }  // namespace torch_neuronx
 
 #endif  // TORCH_NEURONX_CSRC_RUNTIME_DAEMON_LAUNCHER_H_

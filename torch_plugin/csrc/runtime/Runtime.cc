@@ -47,7 +47,7 @@ absl::StatusOr<Runtime*> Runtime::Get() {
       LaunchOptionsFromEnvironment(daemon_binary == nullptr ? std::string() : *daemon_binary));
   if (!address.ok()) return address.status();
   neuronrt::SessionOptions options;
-  options.client.address = address->target;
+  if (MustNameAddress(*address)) options.client.address = address->target;
   options.client_name = ClientName();
   // Room for a few thousand queued launches per stream.
   options.ring_bytes = 1 << 20;
