@@ -106,3 +106,20 @@ def test_module_to_neuron_and_methods():
     x = torch.ones(3)
     assert x.neuron().is_neuron
     assert module.cpu().weight.device.type == "cpu"
+
+
+def test_a_forked_child_gets_a_clear_error_instead_of_the_parents_session(run_python):
+    result = run_python(
+        "import os, torch\n"
+        "torch.ones(1, device='neuron').sum().item()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    try:\n"
+        "        torch.ones(1, device='neuron')\n"
+        "        os._exit(3)\n"
+        "    except RuntimeError as error:\n"
+        "        os._exit(0 if 'forked child' in str(error) and torch.neuron._is_in_bad_fork() else 4)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(os.waitstatus_to_exitcode(status), torch.ones(2, device='neuron').sum().item())\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "2.0"]

@@ -22,7 +22,8 @@ def is_initialized():
 
 
 def _is_in_bad_fork():
-    return False
+    """True in a child forked after this process opened the device."""
+    return _C._is_in_bad_fork()
 
 
 def is_available():

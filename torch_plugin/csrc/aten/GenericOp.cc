@@ -182,8 +182,11 @@ void FindOutVariant(const c10::FunctionSchema& schema, OpInfo& info) {
     }
     for (size_t i = argument_count; i < argument_count + return_count && matches; ++i) {
       const c10::Argument& out = candidate.arguments()[i];
-      matches = out.alias_info() != nullptr && out.alias_info()->isWrite() &&
-                out.type()->kind() == c10::TypeKind::TensorType;
+      const c10::TypePtr& result = schema.returns()[i - argument_count].type();
+      const bool same_kind = result->kind() == c10::TypeKind::TensorType
+                                 ? out.type()->kind() == c10::TypeKind::TensorType
+                                 : IsTensorListType(out.type());
+      matches = out.alias_info() != nullptr && out.alias_info()->isWrite() && same_kind;
     }
     if (!matches) continue;
     info.out_variant = handle;
@@ -295,13 +298,25 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
   // kernels may resize their outputs (mse_loss.out) or expect other result
   // dtypes (native_batch_norm.out); they run functionally and the daemon
   // copies the results into place.
-  static const std::set<std::string> kMatrixProducts = {"aten::mm", "aten::addmm", "aten::bmm",
-                                                        "aten::baddbmm"};
+  // Structured kernels (one meta function shared by the functional and out=
+  // overloads), checked one by one: matrix products, softmax and its
+  // gradient, gathers, concatenation.
+  static const std::set<std::string> kStructuredOut = {
+      "aten::mm",       "aten::addmm",        "aten::bmm",
+      "aten::baddbmm",  "aten::_softmax",     "aten::_log_softmax",
+      "aten::_softmax_backward_data",         "aten::_log_softmax_backward_data",
+      "aten::cat",      "aten::index_select", "aten::gather"};
   const bool reduces = schema.argumentIndexWithName("reduction").has_value();
+  // Functional foreach operators (_foreach_sqrt) return a list their
+  // .out overload writes.
+  const bool foreach_list = schema.name().rfind("aten::_foreach_", 0) == 0 &&
+                            schema.returns().size() == 1 &&
+                            IsTensorListType(schema.returns()[0].type()) &&
+                            info->return_argument[0] < 0;
   const bool out_is_equivalent = (op.hasTag(at::Tag::pointwise) && !reduces) ||
-                                 kMatrixProducts.count(schema.name()) > 0;
-  if (all_new_tensors && out_is_equivalent && schema.returns().size() == 1 &&
-      info->unsupported.empty()) {
+                                 kStructuredOut.count(schema.name()) > 0;
+  if (((all_new_tensors && out_is_equivalent) || foreach_list) &&
+      schema.returns().size() == 1 && info->unsupported.empty()) {
     FindOutVariant(schema, *info);
   }
   if (!info->returns_new && !info->is_view && info->unsupported.empty()) {
@@ -816,7 +831,18 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   } else if (info.out_variant && !plan->outputs.empty()) {
     plan->uses_out_variant = true;
     launched = &*info.out_variant;
-    for (const OutputSpec& spec : plan->outputs) executable.arguments.emplace_back(output_layout(spec));
+    size_t next = 0;
+    for (size_t r = 0; r < schema.returns().size(); ++r) {
+      if (schema.returns()[r].type()->kind() == c10::TypeKind::TensorType) {
+        executable.arguments.emplace_back(output_layout(plan->outputs[next++]));
+        continue;
+      }
+      std::vector<rtd::TensorLayout> list;
+      for (size_t k = 0; k < plan->list_lengths[r]; ++k) {
+        list.push_back(output_layout(plan->outputs[next++]));
+      }
+      executable.arguments.emplace_back(std::move(list));
+    }
   } else {
     for (const OutputSpec& spec : plan->outputs) executable.outputs.push_back(output_layout(spec));
   }

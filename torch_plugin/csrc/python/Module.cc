@@ -60,6 +60,7 @@ PYBIND11_MODULE(_C, m) {
     (void)GetRuntime();
   });
   m.def("_is_initialized", [] { return Runtime::GetIfOpen() != nullptr; });
+  m.def("_is_in_bad_fork", &Runtime::InBadFork);
   m.def("_session_info", [] {
     Runtime& runtime = GetRuntime();
     py::dict info;

@@ -313,6 +313,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
 
  public:
   void Free(Block* block) {
+    // A forked child's blocks belong to the parent's session: leave them.
+    if (Runtime::InBadFork()) return;
     absl::MutexLock lock(&mutex_);
     DeviceState& state = State(block->device);
     const bool small = block->small();

@@ -1,5 +1,6 @@
 #include "csrc/runtime/Runtime.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -13,6 +14,9 @@ namespace {
 absl::Mutex open_mutex(absl::kConstInit);
 std::atomic<Runtime*> opened{nullptr};
 std::string* daemon_binary ABSL_GUARDED_BY(open_mutex) = nullptr;
+std::atomic<bool> in_bad_fork{false};
+
+void MarkForkedChild() { in_bad_fork.store(true, std::memory_order_relaxed); }
 
 // "python3 train.py" for `neuronctl ps`.
 std::string ClientName() {
@@ -37,9 +41,20 @@ void Runtime::SetDaemonBinary(std::string path) {
   daemon_binary = new std::string(std::move(path));
 }
 
-Runtime* Runtime::GetIfOpen() { return opened.load(std::memory_order_acquire); }
+bool Runtime::InBadFork() { return in_bad_fork.load(std::memory_order_relaxed); }
+
+Runtime* Runtime::GetIfOpen() {
+  return InBadFork() ? nullptr : opened.load(std::memory_order_acquire);
+}
 
 absl::StatusOr<Runtime*> Runtime::Get() {
+  if (InBadFork()) {
+    return absl::FailedPreconditionError(
+        "the neuron device was initialized in the parent process and cannot be used in a "
+        "forked child; start subprocesses with the 'spawn' method "
+        "(multiprocessing.set_start_method('spawn'), DataLoader(multiprocessing_context="
+        "'spawn'))");
+  }
   if (Runtime* runtime = opened.load(std::memory_order_acquire)) return runtime;
   absl::MutexLock lock(&open_mutex);
   if (Runtime* runtime = opened.load(std::memory_order_acquire)) return runtime;
@@ -58,6 +73,7 @@ absl::StatusOr<Runtime*> Runtime::Get() {
         absl::StrFormat("neuron-rtd at %s gave this process no NeuronCore", address->target));
   }
   auto* runtime = new Runtime(*std::move(session));
+  ::pthread_atfork(nullptr, nullptr, &MarkForkedChild);
   opened.store(runtime, std::memory_order_release);
   return runtime;
 }

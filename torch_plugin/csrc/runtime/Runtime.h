@@ -39,6 +39,10 @@ class Runtime {
   // Where autostart finds neuron-rtd (the copy inside the wheel). Call
   // before first use.
   static void SetDaemonBinary(std::string path);
+  // True in a child forked after the session opened: the session (its
+  // shared memory, sockets and threads) belongs to the parent, so the child
+  // must not use the device (as with CUDA; use the "spawn" start method).
+  static bool InBadFork();
 
   neuronrt::Session& session() const { return *session_; }
   int device_count() const { return static_cast<int>(session_->cores().size()); }
