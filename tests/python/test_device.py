@@ -123,3 +123,20 @@ def test_a_forked_child_gets_a_clear_error_instead_of_the_parents_session(run_py
         "print(os.waitstatus_to_exitcode(status), torch.ones(2, device='neuron').sum().item())\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0", "2.0"]
+
+
+def test_manual_seed_in_a_cpu_only_program_reaches_no_daemon(run_python, tmp_path):
+    result = run_python(
+        "import torch\ntorch.manual_seed(3)\nprint(torch.randn(2).sum().item() == torch.randn(0).sum().item() or True)\n",
+        env={"NEURON_RTD_ADDRESS": f"unix:{tmp_path}/none.sock", "NEURON_RTD_AUTOSTART": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "started a per-user" not in result.stderr
+    assert not (tmp_path / "none.sock").exists()
+
+
+def test_manual_seed_before_first_use_seeds_the_device(run_python):
+    code = ("import torch\ntorch.manual_seed(7)\n"
+            "print(torch.randn(3, device='neuron').cpu().tolist())\n")
+    first, second = run_python(code), run_python(code)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout

@@ -146,12 +146,18 @@ def _generator(index):
 
 
 def manual_seed(seed):
+    """Seeds the current device's generator. Before the device is first used
+    the seed applies to every device when they start (no daemon is reached)."""
+    if not _C._is_initialized():
+        _C._manual_seed_all(int(seed))
+        return
     _generator(current_device()).manual_seed(int(seed))
 
 
 def manual_seed_all(seed):
-    for index in range(device_count()):
-        _generator(index).manual_seed(int(seed))
+    """Seeds every device's generator; before first use, when they start.
+    torch.manual_seed calls it."""
+    _C._manual_seed_all(int(seed))
 
 
 def seed():

@@ -103,6 +103,7 @@ PYBIND11_MODULE(_C, m) {
     CheckDevice(device);
     NeuronAllocator().resetAccumulatedStats(device);
   });
+  m.def("_manual_seed_all", [](uint64_t seed) { ManualSeedAll(seed); });
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(DefaultGenerator(device)));

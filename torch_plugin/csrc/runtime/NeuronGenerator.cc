@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -69,21 +70,42 @@ NeuronGenerator* NeuronGenerator::clone_impl() const {
   return copy;
 }
 
+namespace {
+
+std::mutex generators_mutex;
+std::vector<at::Generator>* generators = nullptr;  // guarded by generators_mutex
+std::optional<uint64_t> pending_seed;              // guarded by generators_mutex
+
+}  // namespace
+
 const at::Generator& DefaultGenerator(c10::DeviceIndex device) {
-  static std::once_flag once;
-  static std::vector<at::Generator>* generators = nullptr;
-  std::call_once(once, [] {
-    const c10::DeviceIndex count = DeviceCountNoThrow();
-    generators = new std::vector<at::Generator>();
-    for (c10::DeviceIndex index = 0; index < std::max<c10::DeviceIndex>(count, 1); ++index) {
-      generators->push_back(at::make_generator<NeuronGenerator>(index));
+  std::lock_guard<std::mutex> lock(generators_mutex);
+  if (generators == nullptr) {
+    const c10::DeviceIndex count = std::max<c10::DeviceIndex>(DeviceCountNoThrow(), 1);
+    auto* created = new std::vector<at::Generator>();
+    for (c10::DeviceIndex index = 0; index < count; ++index) {
+      created->push_back(at::make_generator<NeuronGenerator>(
+          index, pending_seed.value_or(c10::default_rng_seed_val)));
     }
-  });
+    generators = created;
+  }
   if (device < 0) device = CurrentDevice();
   TORCH_CHECK_VALUE(static_cast<size_t>(device) < generators->size(), "neuron:",
                     static_cast<int>(device), " has no generator: the process sees ",
                     generators->size(), " neuron device(s)");
   return (*generators)[device];
+}
+
+void ManualSeedAll(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(generators_mutex);
+  if (generators == nullptr) {
+    pending_seed = seed;
+    return;
+  }
+  for (at::Generator& generator : *generators) {
+    std::lock_guard<std::mutex> generator_lock(generator.mutex());
+    generator.set_current_seed(seed);
+  }
 }
 
 }  // namespace torch_neuronx

@@ -39,6 +39,11 @@ class NeuronGenerator final : public c10::GeneratorImpl {
 // The device's default generator (torch.manual_seed seeds it).
 const at::Generator& DefaultGenerator(c10::DeviceIndex device);
 
+// Seeds every device's default generator. Before the device is first used
+// the seed is kept for the generators' creation, so that torch.manual_seed
+// in a program that never touches the device does not reach the daemon.
+void ManualSeedAll(uint64_t seed);
+
 }  // namespace torch_neuronx
 
 #endif  // TORCH_NEURONX_CSRC_RUNTIME_NEURON_GENERATOR_H_
