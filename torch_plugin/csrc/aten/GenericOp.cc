@@ -134,9 +134,10 @@ struct OpInfo {
   // The out= overload a functional operator runs as, when there is one.
   std::optional<c10::OperatorHandle> out_variant;
   std::string out_variant_overload;
-  // An out= overload runs as its functional overload, the results copied
-  // into the out= tensors at these argument positions: ATen's CPU out=
-  // kernels may resize their outputs, which daemon memory cannot do.
+  // A non-structured out= overload runs as its functional overload, the
+  // results copied into the out= tensors at these argument positions: such
+  // CPU out= kernels may resize their outputs (mse_loss.out), which daemon
+  // memory cannot do.
   std::optional<c10::OperatorHandle> functional_variant;
   std::vector<size_t> out_positions;
 };
@@ -195,6 +196,15 @@ void FindOutVariant(const c10::FunctionSchema& schema, OpInfo& info) {
   }
 }
 
+// Structured kernels share one meta function between their functional and
+// out= overloads, and their out= kernels only resize an output whose shape
+// is wrong. ATen registers a CompositeExplicitAutogradNonFunctional kernel
+// for exactly those (it computes the meta, allocates, and calls out=).
+bool IsStructured(const c10::OperatorHandle& functional) {
+  return functional.hasKernelForDispatchKey(
+      c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
 void FindFunctionalVariant(const c10::FunctionSchema& schema, OpInfo& info) {
   std::vector<size_t> inputs;
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
@@ -232,7 +242,12 @@ void FindFunctionalVariant(const c10::FunctionSchema& schema, OpInfo& info) {
                  result.type()->kind() == c10::TypeKind::TensorType;
     }
     if (matches) {
-      info.functional_variant = handle;
+      // A structured out= kernel writes the given outputs as its functional
+      // overload would: it runs as it is. Losses with a `reduction` reduce
+      // into their output through a resize even when structured.
+      const bool reduces = schema.argumentIndexWithName("reduction").has_value();
+      if (!IsStructured(*handle) || reduces) info.functional_variant = handle;
+      if (!info.functional_variant) info.out_positions.clear();
       return;
     }
   }
@@ -293,19 +308,10 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
                        schema.returns()[i].type()->kind() == c10::TypeKind::TensorType;
   }
   // Only where the out= overload is known to compute exactly what the
-  // functional one does into the given tensor: pointwise operators and
-  // matrix products (the bulk of a training step's bytes). Others' out=
-  // kernels may resize their outputs (mse_loss.out) or expect other result
-  // dtypes (native_batch_norm.out); they run functionally and the daemon
-  // copies the results into place.
-  // Structured kernels (one meta function shared by the functional and out=
-  // overloads), checked one by one: matrix products, softmax and its
-  // gradient, gathers, concatenation.
-  static const std::set<std::string> kStructuredOut = {
-      "aten::mm",       "aten::addmm",        "aten::bmm",
-      "aten::baddbmm",  "aten::_softmax",     "aten::_log_softmax",
-      "aten::_softmax_backward_data",         "aten::_log_softmax_backward_data",
-      "aten::cat",      "aten::index_select", "aten::gather"};
+  // functional one does into the given tensor: structured and pointwise
+  // operators. Others' out= kernels may resize their outputs
+  // (mse_loss.out) or expect other result dtypes (native_batch_norm.out);
+  // they run functionally and the daemon copies the results into place.
   const bool reduces = schema.argumentIndexWithName("reduction").has_value();
   // Functional foreach operators (_foreach_sqrt) return a list their
   // .out overload writes.
@@ -313,8 +319,7 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
                             schema.returns().size() == 1 &&
                             IsTensorListType(schema.returns()[0].type()) &&
                             info->return_argument[0] < 0;
-  const bool out_is_equivalent = (op.hasTag(at::Tag::pointwise) && !reduces) ||
-                                 kStructuredOut.count(schema.name()) > 0;
+  const bool out_is_equivalent = (op.hasTag(at::Tag::pointwise) && !reduces) || IsStructured(op);
   if (((all_new_tensors && out_is_equivalent) || foreach_list) &&
       schema.returns().size() == 1 && info->unsupported.empty()) {
     FindOutVariant(schema, *info);
