@@ -4,9 +4,26 @@
 #include "csrc/aten/GenericOp.h"
 
 namespace torch_neuronx {
+namespace {
+
+void LaunchBoxed(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/,
+                 torch::jit::Stack* stack) {
+  LaunchOnDevice(op, stack);
+}
+
+}  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&NeuronFallback>());
+}
+
+// Operators with a CompositeExplicitAutograd decomposition for devices
+// without a kernel of their own (layer norm through batch norm on a
+// reshaped input): the daemon has ATen's dedicated CPU kernel, which is
+// faster, so they go to the generic path as they are.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  m.impl("native_group_norm", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
 }
 
 }  // namespace torch_neuronx
