@@ -91,6 +91,13 @@ def test_data_dependent_ops():
     m[m < 0] = 7
     assert m.cpu().tolist() == y.tolist()
     assert torch.unique(n).cpu().tolist() == torch.unique(x).tolist()
+    values = torch.tensor([[3, 1, 3], [2, 1, 7]])
+    expected = torch.unique(values, return_inverse=True, return_counts=True)
+    actual = torch.unique(values.to("neuron"), return_inverse=True, return_counts=True)
+    for a, e in zip(actual, expected):
+        assert a.device.type == "neuron" and a.cpu().tolist() == e.tolist()
+    assert torch.unique(torch.tensor([], device="neuron")).numel() == 0
+    assert "aten::_unique2" not in torch_neuronx.get_fallback_ops()
 
 
 def test_cross_entropy_and_losses_match_cpu():

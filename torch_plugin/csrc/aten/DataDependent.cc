@@ -3,7 +3,9 @@
 // daemon with outputs of the right size.
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/count_nonzero.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/index_select.h>
 #include <c10/core/DeviceGuard.h>
@@ -77,9 +79,44 @@ at::Tensor MaskedSelect(const at::Tensor& self, const at::Tensor& mask) {
   return at::index_select(values->reshape({-1}), 0, positions);
 }
 
+// torch.unique: sort on the device, mark where a new value starts, and read
+// back only the number of distinct values. The values come out sorted
+// (allowed for sorted=False too).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Unique(const at::Tensor& self, bool /*sorted*/,
+                                                      bool return_inverse, bool return_counts) {
+  const c10::DeviceGuard guard(self.device());
+  const at::TensorOptions long_options = self.options().dtype(at::kLong);
+  const int64_t n = self.numel();
+  if (n == 0) {
+    return {at::empty({0}, self.options()),
+            return_inverse ? at::empty(self.sizes(), long_options) : at::empty({0}, long_options),
+            at::empty({0}, long_options)};
+  }
+  auto [sorted_values, order] = self.flatten().sort(/*stable=*/true, /*dim=*/0, false);
+  at::Tensor starts = at::full({n}, true, self.options().dtype(at::kBool));
+  if (n > 1) {
+    starts.slice(0, 1).copy_(sorted_values.slice(0, 1).ne(sorted_values.slice(0, 0, n - 1)));
+  }
+  const at::Tensor start_positions = Nonzero(starts).squeeze(1);
+  const at::Tensor values = sorted_values.index_select(0, start_positions);
+  at::Tensor inverse = at::empty({0}, long_options);
+  if (return_inverse) {
+    const at::Tensor group = starts.to(at::kLong).cumsum(0).sub_(1);
+    inverse = at::empty({n}, long_options).scatter_(0, order, group).view(self.sizes());
+  }
+  at::Tensor counts = at::empty({0}, long_options);
+  if (return_counts) {
+    const at::Tensor ends = at::cat({start_positions.slice(0, 1),
+                                     at::full({1}, n, long_options)});
+    counts = ends.sub(start_positions);
+  }
+  return {values, inverse, counts};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_unique2", Unique);
   m.impl("nonzero", Nonzero);
   m.impl("index.Tensor", Index);
   m.impl("_index_put_impl_", IndexPut);
