@@ -36,3 +36,28 @@ def test_out_of_memory_raises_with_numbers_and_leaks_nothing():
         torch.empty(1 << 30, device="neuron")
     assert torch.neuron.memory_allocated() == before
     assert (torch.ones(4, device="neuron") * 2).sum().item() == 8
+
+
+def test_record_stream_defers_reuse_until_the_other_stream_is_done():
+    import torch_neuronx
+
+    side = torch_neuronx.Stream()
+    big = torch.randn(1024, 1024, device="neuron")
+    x = torch.empty(1 << 18, device="neuron")
+    address = x.data_ptr()
+    with torch.neuron.stream(side):
+        side.wait_stream(torch.neuron.current_stream())
+        busy = big
+        for _ in range(40):  # a long queue of work on the side stream
+            busy = busy @ big
+        x.record_stream(side)
+        x.add_(1)
+    del x
+    y = torch.empty(1 << 18, device="neuron")
+    assert y.data_ptr() != address  # the side stream may still use that block
+    side.synchronize()
+    del y
+    z = torch.empty(1 << 18, device="neuron")
+    w = torch.empty(1 << 18, device="neuron")
+    assert address in (z.data_ptr(), w.data_ptr())  # reusable once it finished
+    del busy
