@@ -115,3 +115,9 @@ def test_pinned_source_is_not_reused_before_its_copy_ran():
         sources.append(device.sum())
         del host  # the buffer goes back to the cache while the copy may be queued
     assert [s.item() for s in sources] == [float(v) * (1 << 18) for v in range(4)]
+
+
+def test_streams_come_from_a_bounded_pool():
+    ids = {torch_neuronx.Stream().stream_id for _ in range(100)}
+    assert 1 < len(ids) <= 16
+    assert 0 not in ids  # the default stream is not handed out

@@ -48,7 +48,7 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
     const c10::DeviceIndex index = device.index() < 0 ? CurrentDevice() : device.index();
-    absl::StatusOr<int64_t> id = GetRuntime().CreateStream(index);
+    absl::StatusOr<int64_t> id = GetRuntime().PoolStream(index);
     ThrowIfError(id.status(), "creating a neuron stream");
     return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, index), *id);
   }

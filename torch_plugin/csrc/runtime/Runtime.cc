@@ -33,7 +33,9 @@ std::string ClientName() {
 }  // namespace
 
 Runtime::Runtime(std::unique_ptr<neuronrt::Session> session)
-    : session_(std::move(session)), streams_(session_->cores().size()) {}
+    : session_(std::move(session)),
+      streams_(session_->cores().size()),
+      next_pooled_(session_->cores().size(), 0) {}
 
 void Runtime::SetDaemonBinary(std::string path) {
   absl::MutexLock lock(&open_mutex);
@@ -98,10 +100,17 @@ absl::StatusOr<neuronrt::Stream*> Runtime::stream(int device, int64_t id) {
   return streams[id].get();
 }
 
-absl::StatusOr<int64_t> Runtime::CreateStream(int device) {
+absl::StatusOr<int64_t> Runtime::PoolStream(int device) {
   if (absl::StatusOr<neuronrt::Stream*> default_stream = stream(device, 0); !default_stream.ok()) {
     return default_stream.status();
   }
+  {
+    absl::MutexLock lock(&mutex_);
+    if (streams_[device].size() > static_cast<size_t>(kStreamPoolSize)) {
+      return static_cast<int64_t>(1 + next_pooled_[device]++ % kStreamPoolSize);
+    }
+  }
+  // Created outside the lock: launches look their streams up meanwhile.
   absl::StatusOr<std::shared_ptr<neuronrt::Stream>> created = session_->CreateStream(core(device));
   if (!created.ok()) return created.status();
   absl::MutexLock lock(&mutex_);

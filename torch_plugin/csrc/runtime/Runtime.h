@@ -4,7 +4,8 @@
 //
 // Devices: `neuron:i` is the i-th core of the session (the cores
 // NEURON_RT_VISIBLE_CORES makes visible, else every core).
-// Streams: per device, id 0 is the default stream; CreateStream adds more.
+// Streams: per device, id 0 is the default stream; PoolStream adds up to
+// kStreamPoolSize more.
 // Streams live as long as the process (as CUDA's do).
 //
 // Lifetime: created on first use and never destroyed: PyTorch tears its own
@@ -51,8 +52,11 @@ class Runtime {
 
   // The stream `id` of `device`; INVALID_ARGUMENT for an unknown id.
   absl::StatusOr<neuronrt::Stream*> stream(int device, int64_t id);
-  // A new stream on `device`; returns its id.
-  absl::StatusOr<int64_t> CreateStream(int device);
+  // A stream for a new torch.Stream on `device`: the first kStreamPoolSize
+  // calls create streams, later ones reuse them round-robin (as CUDA's
+  // stream pool does), so creating streams in a loop stays bounded.
+  absl::StatusOr<int64_t> PoolStream(int device);
+  static constexpr int kStreamPoolSize = 16;
   // Waits for every stream of `device`.
   absl::Status SynchronizeDevice(int device);
 
@@ -63,6 +67,7 @@ class Runtime {
   absl::Mutex mutex_;
   // streams_[device][id]; a deque so that pointers stay valid as it grows.
   std::vector<std::deque<std::shared_ptr<neuronrt::Stream>>> streams_ ABSL_GUARDED_BY(mutex_);
+  std::vector<uint64_t> next_pooled_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace torch_neuronx
