@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/common/logging.h"
 #include "daemon/common/os_sys_calls.h"
@@ -120,6 +121,10 @@ int main(int argc, char** argv) {
   }
 
   InitLogging(config.log.level);
+  // Debian builds Abseil with mutex deadlock detection on (a debugging aid
+  // that costs a graph update per lock); release builds of Abseil have it
+  // off.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Create(config, DefaultOsSysCalls());
   if (!daemon.ok()) return Fail(kExitStartFailure, daemon.status());

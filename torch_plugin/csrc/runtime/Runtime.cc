@@ -60,6 +60,9 @@ absl::StatusOr<Runtime*> Runtime::Get() {
   if (Runtime* runtime = opened.load(std::memory_order_acquire)) return runtime;
   absl::MutexLock lock(&open_mutex);
   if (Runtime* runtime = opened.load(std::memory_order_acquire)) return runtime;
+  // As in neuron-rtd: Debian's Abseil checks every lock for deadlock
+  // cycles unless told not to.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::StatusOr<neuronrt::DaemonAddress> address = EnsureDaemon(
       LaunchOptionsFromEnvironment(daemon_binary == nullptr ? std::string() : *daemon_binary));
   if (!address.ok()) return address.status();
