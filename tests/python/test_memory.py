@@ -23,11 +23,15 @@ def test_stats_track_allocations_and_reuse():
 
 
 def test_empty_cache_returns_memory_to_the_daemon():
-    x = torch.empty(8 << 20, device="neuron")
-    del x
-    assert torch.neuron.memory_reserved() > 0
-    torch.neuron.empty_cache()
-    assert torch.neuron.memory_reserved() < 32 << 20
+    for empty_cache in (torch.neuron.empty_cache, torch.accelerator.empty_cache):
+        x = torch.empty(8 << 20, device="neuron")
+        del x
+        assert torch.neuron.memory_reserved() >= 32 << 20
+        empty_cache()
+        assert torch.neuron.memory_reserved() < 32 << 20
+    assert torch.accelerator.memory_stats()["reserved_bytes.all.current"] == torch.neuron.memory_reserved()
+    free, total = torch.neuron.mem_get_info()
+    assert 0 < free <= total
 
 
 def test_out_of_memory_raises_with_numbers_and_leaks_nothing():

@@ -49,29 +49,33 @@ def test_op_matches_cpu(name, dtype, tolerance):
     torch.testing.assert_close(actual.cpu(), expected, **tolerance)
 
 
-def test_conv_pool_batchnorm_match_cpu():
-    x = make(2, 3, 10, 10)
-    conv = torch.nn.Conv2d(3, 4, 3, padding=1)
-    norm = torch.nn.BatchNorm2d(4)
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float32, F32), (torch.bfloat16, BF16)],
+                         ids=["float32", "bfloat16"])
+def test_conv_pool_batchnorm_match_cpu(dtype, tolerance):
+    x = make(2, 3, 10, 10, dtype=dtype)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1).to(dtype)
+    norm = torch.nn.BatchNorm2d(4).to(dtype)
     conv_n, norm_n = copy.deepcopy(conv).to("neuron"), copy.deepcopy(norm).to("neuron")
     expected = F.max_pool2d(norm(conv(x)), 2)
     actual = F.max_pool2d(norm_n(conv_n(x.to("neuron"))), 2)
-    torch.testing.assert_close(actual.cpu(), expected, **F32)
-    torch.testing.assert_close(norm_n.running_mean.cpu(), norm.running_mean, **F32)
+    torch.testing.assert_close(actual.cpu(), expected, **tolerance)
+    torch.testing.assert_close(norm_n.running_mean.cpu(), norm.running_mean, **tolerance)
 
 
-def test_embedding_indexing_and_scatter_match_cpu():
-    table = make(10, 4)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_embedding_indexing_and_scatter_match_cpu(dtype):
+    table = make(10, 4, dtype=dtype)
     ids = torch.tensor([[1, 3, 3], [0, 9, 2]])
     n_table, n_ids = table.to("neuron"), ids.to("neuron")
     torch.testing.assert_close(F.embedding(n_ids, n_table).cpu(), F.embedding(ids, table))
     torch.testing.assert_close(n_table[n_ids[0]].cpu(), table[ids[0]])
     torch.testing.assert_close(torch.gather(n_table, 1, n_ids[:, :2].T.contiguous() % 4).cpu(),
                                torch.gather(table, 1, ids[:, :2].T.contiguous() % 4))
-    target = torch.zeros(3, 4)
+    target = torch.zeros(3, 4, dtype=dtype)
     index = torch.tensor([[0, 1, 2, 0]])
-    expected = target.scatter_add(0, index, torch.ones(1, 4))
-    actual = target.to("neuron").scatter_add(0, index.to("neuron"), torch.ones(1, 4, device="neuron"))
+    expected = target.scatter_add(0, index, torch.ones(1, 4, dtype=dtype))
+    actual = target.to("neuron").scatter_add(0, index.to("neuron"),
+                                             torch.ones(1, 4, dtype=dtype, device="neuron"))
     torch.testing.assert_close(actual.cpu(), expected)
     updated = table.clone()
     updated[ids[0]] = 0.5
@@ -100,12 +104,14 @@ def test_data_dependent_ops():
     assert "aten::_unique2" not in torch_neuronx.get_fallback_ops()
 
 
-def test_cross_entropy_and_losses_match_cpu():
-    logits, target = make(6, 5), torch.tensor([0, 4, 2, 1, 3, 3])
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float32, F32), (torch.bfloat16, BF16)],
+                         ids=["float32", "bfloat16"])
+def test_cross_entropy_and_losses_match_cpu(dtype, tolerance):
+    logits, target = make(6, 5, dtype=dtype), torch.tensor([0, 4, 2, 1, 3, 3])
     expected = F.cross_entropy(logits, target) + F.mse_loss(logits, logits * 0.5)
     actual = F.cross_entropy(logits.to("neuron"), target.to("neuron")) + F.mse_loss(
         logits.to("neuron"), logits.to("neuron") * 0.5)
-    torch.testing.assert_close(actual.cpu(), expected, **F32)
+    torch.testing.assert_close(actual.cpu(), expected, **tolerance)
 
 
 def test_an_mlp_and_a_transformer_block_need_no_cpu_fallback(run_python):
