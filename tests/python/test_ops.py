@@ -101,6 +101,11 @@ def test_data_dependent_ops():
     for a, e in zip(actual, expected):
         assert a.device.type == "neuron" and a.cpu().tolist() == e.tolist()
     assert torch.unique(torch.tensor([], device="neuron")).numel() == 0
+    counts = torch.tensor([1, 3, 3, 0])
+    assert torch.bincount(counts.to("neuron"), minlength=6).cpu().tolist() == torch.bincount(
+        counts, minlength=6).tolist()
+    assert torch.equal(n, n.clone()) and not torch.equal(n, n + 1)
+    assert not {"aten::bincount", "aten::equal"} & set(torch_neuronx.get_fallback_ops())
     assert "aten::_unique2" not in torch_neuronx.get_fallback_ops()
 
 

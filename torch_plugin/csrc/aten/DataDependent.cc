@@ -6,6 +6,8 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/count_nonzero.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/index_select.h>
 #include <c10/core/DeviceGuard.h>
@@ -113,9 +115,39 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Unique(const at::Tensor& self, bo
   return {values, inverse, counts};
 }
 
+// torch.equal: compared on the device; one bool read back.
+bool Equal(const at::Tensor& self, const at::Tensor& other) {
+  if (!self.sizes().equals(other.sizes()) || self.scalar_type() != other.scalar_type()) {
+    return false;
+  }
+  const c10::DeviceGuard guard(self.device());
+  return self.eq(other).all().item<bool>();
+}
+
+// torch.bincount: the length is max(input) + 1 (at least minlength), read
+// back; the counting is a scatter-add on the device.
+at::Tensor Bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights,
+                    int64_t minlength) {
+  TORCH_CHECK_VALUE(self.dim() == 1, "bincount only supports 1-d non-negative integral inputs");
+  TORCH_CHECK_VALUE(minlength >= 0, "minlength should be >= 0");
+  const c10::DeviceGuard guard(self.device());
+  const bool weighted = weights.has_value() && weights->defined();
+  const at::ScalarType result_type =
+      weighted ? (weights->scalar_type() == at::kFloat ? at::kFloat : at::kDouble) : at::kLong;
+  if (self.numel() == 0) return at::zeros({minlength}, self.options().dtype(result_type));
+  TORCH_CHECK_VALUE(self.min().item<int64_t>() >= 0, "bincount only supports 1-d non-negative integral inputs");
+  const int64_t length = std::max(self.max().item<int64_t>() + 1, minlength);
+  at::Tensor counts = at::zeros({length}, self.options().dtype(result_type));
+  const at::Tensor index = self.to(at::kLong);
+  return counts.index_add_(0, index, weighted ? weights->to(counts.scalar_type())
+                                              : at::ones_like(index, counts.options()));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("equal", Equal);
+  m.impl("bincount", Bincount);
   m.impl("_unique2", Unique);
   m.impl("nonzero", Nonzero);
   m.impl("index.Tensor", Index);
