@@ -93,6 +93,15 @@ void Update(DeviceStats& stats, c10::CachingAllocator::StatArray DeviceStats::*f
   }
 }
 
+template <typename Visit>
+void ForEachStat(DeviceStats& stats, Visit visit) {
+  for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
+                      &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+                      &stats.inactive_split_bytes, &stats.requested_bytes}) {
+    for (c10::CachingAllocator::Stat& stat : *array) visit(stat);
+  }
+}
+
 class CachingAllocator final : public c10::DeviceAllocator {
  public:
   c10::DataPtr allocate(size_t bytes) override {
@@ -145,11 +154,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
   void resetAccumulatedStats(c10::DeviceIndex device) override {
     absl::MutexLock lock(&mutex_);
     DeviceStats& stats = State(device).stats;
-    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
-                        &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
-                        &stats.inactive_split_bytes, &stats.requested_bytes}) {
-      for (auto& stat : *array) stat.reset_accumulated();
-    }
+    ForEachStat(stats, [](c10::CachingAllocator::Stat& stat) { stat.reset_accumulated(); });
     stats.num_alloc_retries = 0;
     stats.num_ooms = 0;
     stats.num_device_alloc = 0;
@@ -158,12 +163,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
 
   void resetPeakStats(c10::DeviceIndex device) override {
     absl::MutexLock lock(&mutex_);
-    DeviceStats& stats = State(device).stats;
-    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
-                        &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
-                        &stats.inactive_split_bytes, &stats.requested_bytes}) {
-      for (auto& stat : *array) stat.reset_peak();
-    }
+    ForEachStat(State(device).stats,
+                [](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
   }
 
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
