@@ -133,7 +133,6 @@ struct OpInfo {
   bool has_list_arguments = false;
   // The out= overload a functional operator runs as, when there is one.
   std::optional<c10::OperatorHandle> out_variant;
-  std::string out_variant_overload;
   // A non-structured out= overload runs as its functional overload, the
   // results copied into the out= tensors at these argument positions: such
   // CPU out= kernels may resize their outputs (mse_loss.out), which daemon
@@ -158,22 +157,30 @@ const absl::flat_hash_map<std::string, std::vector<std::string>>& OverloadsByNam
   return *overloads;
 }
 
-void FindOutVariant(const c10::FunctionSchema& schema, OpInfo& info) {
+// The other overloads of `schema`'s operator, "out" first (the
+// conventional name of an out= overload).
+std::vector<c10::OperatorHandle> OtherOverloads(const c10::FunctionSchema& schema) {
+  std::vector<c10::OperatorHandle> handles;
   const auto& overloads = OverloadsByName();
   auto it = overloads.find(schema.name());
-  if (it == overloads.end()) return;
-  const size_t argument_count = schema.arguments().size();
-  const size_t return_count = schema.returns().size();
-  std::vector<std::string> candidates = it->second;
-  // "out" first: the conventional name.
-  std::stable_partition(candidates.begin(), candidates.end(),
-                        [](const std::string& name) { return name == "out"; });
-  for (const std::string& overload : candidates) {
+  if (it == overloads.end()) return handles;
+  for (const std::string& overload : it->second) {
     if (overload == schema.overload_name()) continue;
     std::optional<c10::OperatorHandle> handle =
         c10::Dispatcher::singleton().findOp({schema.name(), overload});
-    if (!handle || !handle->hasSchema()) continue;
-    const c10::FunctionSchema& candidate = handle->schema();
+    if (handle && handle->hasSchema()) handles.push_back(*handle);
+  }
+  std::stable_partition(handles.begin(), handles.end(), [](const c10::OperatorHandle& handle) {
+    return handle.schema().overload_name() == "out";
+  });
+  return handles;
+}
+
+void FindOutVariant(const c10::FunctionSchema& schema, OpInfo& info) {
+  const size_t argument_count = schema.arguments().size();
+  const size_t return_count = schema.returns().size();
+  for (const c10::OperatorHandle& handle : OtherOverloads(schema)) {
+    const c10::FunctionSchema& candidate = handle.schema();
     if (candidate.arguments().size() != argument_count + return_count) continue;
     bool matches = true;
     for (size_t i = 0; i < argument_count && matches; ++i) {
@@ -191,7 +198,6 @@ void FindOutVariant(const c10::FunctionSchema& schema, OpInfo& info) {
     }
     if (!matches) continue;
     info.out_variant = handle;
-    info.out_variant_overload = overload;
     return;
   }
 }
@@ -217,15 +223,8 @@ void FindFunctionalVariant(const c10::FunctionSchema& schema, OpInfo& info) {
     info.out_positions.clear();
     return;
   }
-  const auto& overloads = OverloadsByName();
-  auto it = overloads.find(schema.name());
-  if (it == overloads.end()) return;
-  for (const std::string& overload : it->second) {
-    if (overload == schema.overload_name()) continue;
-    std::optional<c10::OperatorHandle> handle =
-        c10::Dispatcher::singleton().findOp({schema.name(), overload});
-    if (!handle || !handle->hasSchema()) continue;
-    const c10::FunctionSchema& candidate = handle->schema();
+  for (const c10::OperatorHandle& handle : OtherOverloads(schema)) {
+    const c10::FunctionSchema& candidate = handle.schema();
     if (candidate.arguments().size() != inputs.size() ||
         candidate.returns().size() != info.out_positions.size()) {
       continue;
@@ -246,7 +245,7 @@ void FindFunctionalVariant(const c10::FunctionSchema& schema, OpInfo& info) {
       // overload would: it runs as it is. Losses with a `reduction` reduce
       // into their output through a resize even when structured.
       const bool reduces = schema.argumentIndexWithName("reduction").has_value();
-      if (!IsStructured(*handle) || reduces) info.functional_variant = handle;
+      if (!IsStructured(handle) || reduces) info.functional_variant = handle;
       if (!info.functional_variant) info.out_positions.clear();
       return;
     }

@@ -73,13 +73,7 @@ at::Tensor ReshapeAlias(const at::Tensor& self, c10::IntArrayRef size, c10::IntA
 // Grows the storage (never shrinks it, as on the CPU) to hold `bytes`.
 void EnsureStorage(const at::Tensor& self, size_t bytes) {
   c10::StorageImpl* storage = self.storage().unsafeGetStorageImpl();
-  if (bytes <= storage->nbytes()) return;
-  TORCH_CHECK(storage->resizable(), "Trying to resize storage that is not resizable");
-  const c10::DeviceGuard guard(self.device());
-  c10::DataPtr fresh = NeuronAllocator().allocate(bytes);
-  if (storage->nbytes() > 0) NeuronAllocator().copy_data(fresh.get(), storage->data(), storage->nbytes());
-  storage->set_data_ptr_noswap(std::move(fresh));
-  storage->set_nbytes(bytes);
+  if (bytes > storage->nbytes()) ResizeNeuronStorage(*storage, bytes);
 }
 
 const at::Tensor& Resize(const at::Tensor& self, c10::IntArrayRef size,

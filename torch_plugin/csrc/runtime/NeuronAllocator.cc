@@ -1,5 +1,6 @@
 #include "csrc/runtime/NeuronAllocator.h"
 
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -411,6 +412,18 @@ void CachingAllocator::DeleteBlock(void* context) { allocator->Free(static_cast<
 }  // namespace
 
 c10::DeviceAllocator& NeuronAllocator() { return *allocator; }
+
+void ResizeNeuronStorage(c10::StorageImpl& storage, size_t new_bytes) {
+  TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
+  const size_t old_bytes = storage.nbytes();
+  if (new_bytes == old_bytes) return;
+  const c10::DeviceGuard guard(storage.device());
+  c10::DataPtr fresh = allocator->allocate(new_bytes);
+  const size_t keep = std::min(old_bytes, new_bytes);
+  if (keep > 0) allocator->copy_data(fresh.get(), storage.data(), keep);
+  storage.set_data_ptr_noswap(std::move(fresh));
+  storage.set_nbytes(new_bytes);
+}
 
 std::optional<c10::DeviceIndex> DeviceOfAddress(const void* address) {
   return allocator->DeviceOf(reinterpret_cast<uint64_t>(address));

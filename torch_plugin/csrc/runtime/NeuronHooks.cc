@@ -1,9 +1,6 @@
 // The PrivateUse1 hooks: availability (never throws), generators, pinned
 // memory, the device of a pointer, storage resize.
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <c10/core/StorageImpl.h>
-
-#include <cstring>
 
 #include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
@@ -53,15 +50,7 @@ class NeuronHooks final : public at::PrivateUse1HooksInterface {
   }
 
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override {
-    c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
-    TORCH_CHECK(impl->resizable(), "Trying to resize storage that is not resizable");
-    const size_t old_bytes = impl->nbytes();
-    if (new_bytes == old_bytes) return;
-    c10::DataPtr fresh = NeuronAllocator().allocate(new_bytes);
-    const size_t keep = std::min(old_bytes, new_bytes);
-    if (keep > 0) NeuronAllocator().copy_data(fresh.get(), impl->data(), keep);
-    impl->set_data_ptr_noswap(std::move(fresh));
-    impl->set_nbytes(new_bytes);
+    ResizeNeuronStorage(*storage.unsafeGetStorageImpl(), new_bytes);
   }
 };
 
