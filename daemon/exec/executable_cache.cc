@@ -16,6 +16,7 @@ constexpr int64_t kMaxSize = int64_t{1} << 40;
 constexpr uint64_t kMaxExtentBytes = uint64_t{1} << 48;
 constexpr int kMaxArguments = 64;
 constexpr int kMaxListLength = 1024;
+constexpr size_t kMaxStringBytes = 256;
 
 // Operators that reach outside device memory (the daemon's files, its log):
 // a client must never make the daemon run them.
@@ -87,6 +88,10 @@ absl::StatusOr<hal::OpValue> ToValue(const v1::OpArgument& argument, std::string
       }
       return hal::OpValue(hal::ScalarTypeValue{.dtype = argument.scalar_type()});
     case v1::OpArgument::kStringValue:
+      if (argument.string_value().size() > kMaxStringBytes) {
+        return Invalid(where, absl::StrFormat("string of %d bytes (at most %d)",
+                                              argument.string_value().size(), kMaxStringBytes));
+      }
       return hal::OpValue(argument.string_value());
     case v1::OpArgument::kTensorList: {
       if (argument.tensor_list().tensors_size() > kMaxListLength) {
@@ -201,6 +206,11 @@ absl::StatusOr<Executable> Decode(std::string_view body) {
     if (!layout.ok()) return layout.status();
     executable.plan.outputs.push_back(*std::move(layout));
   }
+  if (op.undefined_results_size() > kMaxArguments) {
+    return Invalid(op.name(), "too many undefined results");
+  }
+  executable.plan.undefined_results.assign(op.undefined_results().begin(),
+                                           op.undefined_results().end());
   return executable;
 }
 
@@ -239,6 +249,14 @@ absl::StatusOr<LoadResult> ExecutableCache::Load(std::string_view content_hash,
   decoded->content_hash = actual;
   decoded->name = std::string(name.substr(0, 256));
   decoded->size_bytes = body.size();
+  absl::StatusOr<std::unique_ptr<hal::Executable>> prepared =
+      backend_.PrepareExecutable(hal::ExecutableSpec{.eager_op = decoded->plan});
+  if (!prepared.ok()) {
+    return absl::Status(prepared.status().code(),
+                        absl::StrFormat("executable \"%s\": %s", decoded->name,
+                                        prepared.status().message()));
+  }
+  decoded->prepared = *std::move(prepared);
   absl::MutexLock lock(&mutex_);
   if (auto it = by_hash_.find(actual); it != by_hash_.end()) {
     return LoadResult{.executable = it->second, .cache_hit = true};

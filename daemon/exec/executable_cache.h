@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/hal/device.h"
 #include "daemon/hal/eager_op.h"
 #include "neuron/rtd/abi/command_ring.h"
 
@@ -27,6 +28,8 @@ struct Executable {
   hal::EagerOpPlan plan;
   // LAUNCH must pass at least this many addresses.
   uint32_t address_count = 0;
+  // What the backend prepared from `plan` at load.
+  std::shared_ptr<const hal::Executable> prepared;
 };
 
 struct LoadResult {
@@ -42,23 +45,27 @@ struct CacheStats {
 };
 
 // Thread-safety: every method may be called from any thread.
+// Lifetime: the backend outlives the cache.
 class ExecutableCache {
  public:
-  explicit ExecutableCache(uint64_t max_entries = 65536) : max_entries_(max_entries) {}
+  explicit ExecutableCache(hal::Backend& backend, uint64_t max_entries = 65536)
+      : backend_(backend), max_entries_(max_entries) {}
 
   // The executable with this content hash, if loaded.
   std::shared_ptr<const Executable> Lookup(std::string_view content_hash);
   std::shared_ptr<const Executable> Find(uint64_t id) const;
 
   // Decodes and checks `body` (a serialized neuron.rtd.v1.ExecutableBody
-  // whose hash must be `content_hash`). INVALID_ARGUMENT naming the field
-  // for a malformed body; RESOURCE_EXHAUSTED when the cache is full.
+  // whose hash must be `content_hash`), then has the backend prepare it.
+  // INVALID_ARGUMENT naming the field for a malformed body or one that does
+  // not fit its operator's schema; RESOURCE_EXHAUSTED when the cache is full.
   absl::StatusOr<LoadResult> Load(std::string_view content_hash, std::string_view name,
                                   std::string_view body);
 
   CacheStats stats() const;
 
  private:
+  hal::Backend& backend_;
   const uint64_t max_entries_;
   mutable absl::Mutex mutex_;
   std::map<std::string, std::shared_ptr<const Executable>, std::less<>> by_hash_

@@ -10,8 +10,9 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "daemon/hal/device_info.h"
-#include "daemon/hal/eager_op.h"
+#include "daemon/hal/executable.h"
 
 namespace neuron::rtd::hal {
 
@@ -59,11 +60,14 @@ class Device {
   // Runs a built-in kernel (NEURON_RTD_EXEC_BUILTIN_*) on device buffers.
   virtual absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
                                   std::span<const uint8_t> scalars) = 0;
-  // Runs one operator on tensors at `addresses` (each covering its layout's
-  // extent, checked by the caller) with per-call `scalars`. The operator's
-  // own errors (a shape mismatch, an unknown operator) come back as status.
-  virtual absl::Status RunEagerOp(const EagerOpPlan& plan, std::span<const uint64_t> addresses,
-                                  std::span<const uint8_t> scalars) = 0;
+  // Runs a prepared executable of this device's backend on tensors at
+  // `bindings` (each covering its layout's extent, checked by the caller)
+  // with per-call `immediates`. The operator's own errors (a shape mismatch,
+  // a dtype its kernel lacks) come back as status, with the operator error's
+  // type as a payload (OperatorErrorType); device memory stays intact.
+  virtual absl::Status Dispatch(const Executable& executable,
+                                std::span<const uint64_t> bindings,
+                                std::span<const uint8_t> immediates) = 0;
 };
 
 // A set of devices, created once at daemon start.
@@ -75,11 +79,23 @@ class Backend {
   // Devices in index order; device i has info().index == i.
   virtual std::span<Device* const> devices() const = 0;
 
+  // Prepares `spec` once for every device of the backend. INVALID_ARGUMENT
+  // naming the argument when the spec does not fit its operator (an unknown
+  // operator, a missing argument, a value of the wrong kind): nothing that
+  // Dispatch later runs can have been refused here.
+  virtual absl::StatusOr<std::unique_ptr<Executable>> PrepareExecutable(
+      const ExecutableSpec& spec) = 0;
+
   uint32_t total_logical_cores() const;
 };
 
 // The HBM granularity of Acquire/Release: ranges must be aligned to it.
 inline constexpr uint64_t kHbmPageBytes = 64 * 1024;
+
+// The absl::Status payload that carries the Python exception type of an
+// operator's error ("IndexError", "ValueError", "TypeError",
+// "NotImplementedError", "LinAlgError"; absent for a plain RuntimeError).
+inline constexpr char kOperatorErrorTypePayload[] = "neuron.rtd/operator-error-type";
 
 std::string_view ArchitectureName(Architecture architecture);
 std::string_view BackendKindName(BackendKind kind);

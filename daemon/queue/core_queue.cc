@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_format.h"
 #include "spdlog/spdlog.h"
 
@@ -128,7 +130,8 @@ void CoreQueue::WorkerLoop() {
         progressed |= Serve(stream, budget);
         if (stream->retiring.load(std::memory_order_acquire) &&
             !stream->in_flight.load(std::memory_order_acquire) &&
-            (stream->LoadTail() == stream->head() || stream->failed())) {
+            (stream->LoadTail() == stream->head() || stream->failed() ||
+             stream->framing_lost.load(std::memory_order_acquire))) {
           Detach(*stream);
         }
       }
@@ -148,6 +151,7 @@ bool CoreQueue::HasRunnableWork(const std::vector<SessionStreams>& sessions) con
     for (const auto& stream : group.streams) {
       if (stream->in_flight.load(std::memory_order_acquire)) continue;
       if (stream->waiting.load(std::memory_order_acquire)) continue;
+      if (stream->framing_lost.load(std::memory_order_acquire)) continue;
       if (stream->LoadTail() != stream->head()) return true;
     }
   }
@@ -175,6 +179,7 @@ void CoreQueue::Sleep(const std::vector<SessionStreams>& sessions) {
 
 bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
   if (stream->in_flight.load(std::memory_order_acquire)) return false;
+  if (stream->framing_lost.load(std::memory_order_acquire)) return false;
   std::shared_ptr<ExecutionContext> context = stream->context();
   if (context == nullptr) return false;
   const uint64_t capacity = stream->ring().size() - kRingHeaderBytes;
@@ -191,9 +196,10 @@ bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
                  0, "",
                  absl::StrFormat("ring tail %d is not a record boundary after head %d", tail,
                                  head));
-      // The framing is lost: nothing more of this ring can be trusted.
-      stream->Consume(available > capacity ? 0 : available, 0);
-      return progressed;
+      // The framing is lost: nothing more of this ring can be trusted, and
+      // the queue stops polling it (its tail may stay wrong forever).
+      stream->framing_lost.store(true, std::memory_order_release);
+      return true;
     }
     // Copy out before decoding: the client may rewrite the ring at any time.
     neuron_rtd_record_header header;
@@ -384,7 +390,7 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
   for (const hal::TensorLayout& output : executable->plan.outputs) {
     if (absl::Status status = check_layout(output); !status.ok()) return status;
   }
-  return device_.RunEagerOp(executable->plan, launch.arguments, launch.scalars);
+  return device_.Dispatch(*executable->prepared, launch.arguments, launch.scalars);
 }
 
 absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
@@ -461,6 +467,23 @@ void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedR
     completed_.fetch_add(1, std::memory_order_relaxed);
     stream.Complete(record.header.sequence);
     context.OnCommandDone(stream, /*failed=*/false);
+    return;
+  }
+  if (const auto type = status.GetPayload(hal::kOperatorErrorTypePayload); type.has_value()) {
+    // The operator refused its arguments and device memory is intact: the
+    // command fails, the stream goes on (as an argument error on CUDA
+    // raises at its call and leaves the context usable).
+    context.OnStreamError(StreamError{.stream_id = stream.id(),
+                                      .sequence = record.header.sequence,
+                                      .nrt_status = StatusFor(status),
+                                      .opcode = record.header.opcode,
+                                      .op_name = record.op_name,
+                                      .message = std::string(status.message()),
+                                      .error_type = std::string(*type),
+                                      .sticky = false});
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    stream.CompleteWithOperatorError(record.header.sequence);
+    context.OnCommandDone(stream, /*failed=*/true);
     return;
   }
   FailStream(stream, &context, record.header.sequence, StatusFor(status), record.header.opcode,

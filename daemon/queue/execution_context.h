@@ -36,6 +36,12 @@ struct StreamError {
   uint16_t opcode = 0;
   std::string op_name;
   std::string message;
+  // The Python exception type of an operator error ("IndexError", ...;
+  // "RuntimeError" when the operator said no more); empty for a fault.
+  std::string error_type;
+  // Poisoned the stream (a fault), or only failed its command (an operator
+  // error).
+  bool sticky = true;
 };
 
 // Thread-safety: called from queue threads concurrently with RPC handlers.
@@ -53,7 +59,8 @@ class ExecutionContext {
 
   // A command finished (or failed) on one of the session's streams.
   virtual void OnCommandDone(const Stream& stream, bool failed) = 0;
-  // The first failure of a stream, with its context, for GetStreamErrors.
+  // A failure of a command, with its context, for GetStreamErrors: the first
+  // fault of a stream, and every operator error.
   virtual void OnStreamError(const StreamError& error) = 0;
 };
 

@@ -49,6 +49,12 @@ void Stream::Complete(uint64_t sequence) {
   WakeWaiters();
 }
 
+void Stream::CompleteWithOperatorError(uint64_t sequence) {
+  const uint64_t count = operator_errors_.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::atomic_ref<uint64_t>(slot_->operator_errors).store(count, std::memory_order_release);
+  Complete(sequence);
+}
+
 void Stream::Fail(uint64_t sequence, int32_t nrt_status) {
   if (failed_.exchange(true, std::memory_order_acq_rel)) return;
   std::atomic_ref<int32_t>(slot_->error_status).store(nrt_status, std::memory_order_relaxed);

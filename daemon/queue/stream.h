@@ -42,6 +42,9 @@ class Stream {
   void Complete(uint64_t sequence);
   // Marks the stream failed (sticky) at `sequence`; the first failure wins.
   void Fail(uint64_t sequence, int32_t nrt_status);
+  // The command at `sequence` failed without poisoning the stream (an
+  // operator error): counts it for the client, then completes it.
+  void CompleteWithOperatorError(uint64_t sequence);
 
   // Ring consumer state, for the serving queue only.
   uint64_t head() const { return head_; }
@@ -51,6 +54,9 @@ class Stream {
   uint64_t LoadTail() const;
   void SetConsumerSleeping(bool sleeping);
 
+  // The ring's tail no longer falls on a record boundary: the stream has
+  // failed and is never polled again.
+  std::atomic<bool> framing_lost{false};
   // A copy of this stream is on the DMA engine; the worker skips the stream.
   std::atomic<bool> in_flight{false};
   // The stream stopped at a WAIT on another timeline.
@@ -74,6 +80,7 @@ class Stream {
 
   std::atomic<uint64_t> completed_{0};
   std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> operator_errors_{0};
   uint64_t head_ = 0;
   uint64_t last_sequence_ = 0;
 };

@@ -69,6 +69,7 @@ Daemon::Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend
     : config_(config),
       backend_(std::move(backend)),
       memory_(*backend_),
+      executables_(*backend_),
       scheduler_(*backend_, executables_),
       sessions_(SessionConfigFrom(config.session), *backend_, scheduler_, memory_),
       listener_(std::move(listener)),

@@ -231,6 +231,8 @@ grpc::Status RuntimeService::GetStreamErrors(grpc::ServerContext* context,
     detail->set_sequence(error.sequence);
     detail->set_opcode(error.opcode);
     detail->set_op_name(error.op_name);
+    detail->set_error_type(error.error_type);
+    detail->set_sticky(error.sticky);
   }
   return grpc::Status::OK;
 }

@@ -390,7 +390,14 @@ void Session::OnStreamError(const queue::StreamError& error) {
   spdlog::debug("session {} stream {}: command {} ({}) failed: {}", id_, error.stream_id,
                 error.sequence, error.op_name, error.message);
   absl::MutexLock lock(&mutex_);
-  if (errors_.size() < kMaxRecordedErrors) errors_.push_back(error);
+  if (errors_.size() >= kMaxRecordedErrors) {
+    // Operator errors may come without end; a stream's one fault is kept.
+    auto oldest = std::find_if(errors_.begin(), errors_.end(),
+                               [](const queue::StreamError& kept) { return !kept.sticky; });
+    if (oldest == errors_.end()) return;
+    errors_.erase(oldest);
+  }
+  errors_.push_back(error);
 }
 
 }  // namespace neuron::rtd::session

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -134,7 +135,7 @@ class Session final : public queue::ExecutionContext,
   std::vector<std::weak_ptr<queue::Stream>> slot_owners_ ABSL_GUARDED_BY(mutex_);
   std::map<uint64_t, std::shared_ptr<SharedRegion>> host_memory_ ABSL_GUARDED_BY(mutex_);
   uint64_t host_memory_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
-  std::vector<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
+  std::deque<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
 };
 
 // Bytes of a completion page with room for `slots` streams.

@@ -95,6 +95,7 @@ std::string EncodeEagerOp(const neuron::rtd::EagerOpPlan& plan) {
     std::visit(ArgumentEncoder{*op->add_arguments()}, argument);
   }
   for (const TensorLayout& output : plan.outputs) ToSpec(output, *op->add_outputs());
+  for (uint32_t position : plan.undefined_results) op->add_undefined_results(position);
   if (plan.default_generator) {
     op->mutable_default_generator()->set_offset(plan.default_generator->offset);
   }

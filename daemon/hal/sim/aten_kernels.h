@@ -1,4 +1,4 @@
-// The sim's compute kernels: ATen CPU kernels on tensors that wrap HBM.
+// The sim's built-in kernels: ATen CPU kernels on tensors that wrap HBM.
 // Declared without PyTorch types so that callers need no PyTorch headers.
 #ifndef NEURON_RTD_DAEMON_HAL_SIM_ATEN_KERNELS_H_
 #define NEURON_RTD_DAEMON_HAL_SIM_ATEN_KERNELS_H_
@@ -7,7 +7,6 @@
 #include <span>
 
 #include "absl/status/status.h"
-#include "daemon/hal/eager_op.h"
 #include "daemon/hal/sim/hbm_arena.h"
 
 namespace neuron::rtd::hal::sim {
@@ -16,10 +15,6 @@ namespace neuron::rtd::hal::sim {
 // element count.
 absl::Status RunAddF32(HbmArena& arena, std::span<const uint64_t> arguments,
                        std::span<const uint8_t> scalars);
-
-// An eager op through the ATen dispatcher, on CPU tensors that wrap HBM.
-absl::Status RunAtenOp(HbmArena& arena, const EagerOpPlan& plan,
-                       std::span<const uint64_t> addresses, std::span<const uint8_t> scalars);
 
 }  // namespace neuron::rtd::hal::sim
 

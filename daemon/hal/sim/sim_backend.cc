@@ -1,6 +1,7 @@
 #include "daemon/hal/sim/sim_backend.h"
 
 #include "absl/strings/str_cat.h"
+#include "daemon/hal/sim/aten_executable.h"
 
 namespace neuron::rtd::hal::sim {
 
@@ -8,6 +9,11 @@ SimBackend::SimBackend(std::vector<std::unique_ptr<SimDevice>> devices)
     : devices_(std::move(devices)) {
   device_views_.reserve(devices_.size());
   for (const auto& device : devices_) device_views_.push_back(device.get());
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> SimBackend::PrepareExecutable(
+    const ExecutableSpec& spec) {
+  return PrepareAtenExecutable(spec);
 }
 
 absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& options,

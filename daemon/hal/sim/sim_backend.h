@@ -30,6 +30,8 @@ class SimBackend final : public Backend {
 
   BackendKind kind() const override { return BackendKind::kSim; }
   std::span<Device* const> devices() const override { return device_views_; }
+  absl::StatusOr<std::unique_ptr<Executable>> PrepareExecutable(
+      const ExecutableSpec& spec) override;
 
   SimDevice& sim_device(uint32_t index) { return *devices_[index]; }
 

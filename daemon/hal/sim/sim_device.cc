@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "daemon/hal/sim/aten_executable.h"
 #include "daemon/hal/sim/aten_kernels.h"
 #include "neuron/rtd/abi/command_ring.h"
 
@@ -71,9 +72,9 @@ absl::Status SimDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
   }
 }
 
-absl::Status SimDevice::RunEagerOp(const EagerOpPlan& plan, std::span<const uint64_t> addresses,
-                                   std::span<const uint8_t> scalars) {
-  return RunAtenOp(*arena_, plan, addresses, scalars);
+absl::Status SimDevice::Dispatch(const Executable& executable, std::span<const uint64_t> bindings,
+                                 std::span<const uint8_t> immediates) {
+  return DispatchAtenExecutable(*arena_, executable, bindings, immediates);
 }
 
 }  // namespace neuron::rtd::hal::sim

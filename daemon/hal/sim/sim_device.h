@@ -35,8 +35,8 @@ class SimDevice final : public Device {
                     uint32_t pattern_bytes) override;
   absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
                           std::span<const uint8_t> scalars) override;
-  absl::Status RunEagerOp(const EagerOpPlan& plan, std::span<const uint64_t> addresses,
-                          std::span<const uint8_t> scalars) override;
+  absl::Status Dispatch(const Executable& executable, std::span<const uint64_t> bindings,
+                        std::span<const uint8_t> immediates) override;
 
   // The host memory behind device memory, for the sim's kernels and DMA.
   HbmArena& arena() { return *arena_; }

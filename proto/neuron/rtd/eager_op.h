@@ -65,6 +65,10 @@ struct EagerOpPlan {
   // Tensors the operator returns are copied into these; empty when the
   // operator writes its arguments (in-place and out= overloads).
   std::vector<TensorLayout> outputs;
+  // Positions, among the tensors the operator returns (lists flattened), of
+  // results it leaves undefined (a backward whose output_mask skips them):
+  // they have no entry in `outputs`. Ascending.
+  std::vector<uint32_t> undefined_results;
   // Random operators without a Generator argument (native_dropout) draw from
   // the device's default generator: it is seeded from here for the call.
   std::optional<GeneratorSeed> default_generator;

@@ -9,12 +9,15 @@
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <numeric>
 #include <thread>
 
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "e2e/raw_session.h"
 #include "neuronrt/session.h"
@@ -513,6 +516,49 @@ TEST_F(DataPlaneTest, MalformedRecordsAreRefusedAndTheDaemonKeepsServing) {
     EXPECT_FALSE(*healthy_failed) << "after " << test_case.name;
   }
   EXPECT_TRUE(Admin()->Health().ok());
+}
+
+// CPU time (user + system) the process has used, from /proc/PID/stat.
+absl::Duration ProcessCpuTime(pid_t pid) {
+  std::ifstream stat(absl::StrFormat("/proc/%d/stat", pid));
+  std::string line;
+  std::getline(stat, line);
+  // Fields after the command name, which is in parentheses and may hold
+  // spaces: state is field 3, utime and stime fields 14 and 15.
+  std::istringstream fields(line.substr(line.rfind(')') + 2));
+  std::string field;
+  uint64_t ticks = 0;
+  for (int index = 3; index <= 15 && fields >> field; ++index) {
+    if (index >= 14) ticks += std::stoull(field);
+  }
+  return absl::Seconds(static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK)));
+}
+
+TEST_F(DataPlaneTest, AStreamWhoseFramingIsLostIsNoLongerPolled) {
+  auto raw = testing::RawSession::Open(address());
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  auto stream = (*raw)->CreateStream(0);
+  ASSERT_TRUE(stream.ok());
+  (*stream)->PublishTail(uint64_t{1} << 40);
+  absl::StatusOr<bool> failed = (*stream)->WaitFailedOrCompleted(UINT64_MAX);
+  ASSERT_TRUE(failed.ok());
+  ASSERT_TRUE(*failed);
+  // The worker polled that ring forever before, burning a core; a window of
+  // wall time shows whether it still does (an idle daemon uses a few ms).
+  const absl::Duration before = ProcessCpuTime(daemon_->pid());
+  const absl::Time start = absl::Now();
+  absl::SleepFor(absl::Milliseconds(500));
+  const absl::Duration used = ProcessCpuTime(daemon_->pid()) - before;
+  const absl::Duration window = absl::Now() - start;
+  EXPECT_LT(used, window / 4) << "the daemon used " << used << " of CPU in " << window;
+
+  // The session's other streams still run.
+  auto healthy = (*raw)->CreateStream(0);
+  ASSERT_TRUE(healthy.ok());
+  (*healthy)->Write(testing::MakeRecord(NEURON_RTD_OP_SIGNAL, {}, 1));
+  absl::StatusOr<bool> healthy_failed = (*healthy)->WaitFailedOrCompleted(1);
+  ASSERT_TRUE(healthy_failed.ok());
+  EXPECT_FALSE(*healthy_failed);
 }
 
 TEST_F(DataPlaneTest, WrongAttachTokenIsRefused) {

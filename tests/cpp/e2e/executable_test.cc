@@ -286,7 +286,7 @@ TEST_F(ExecutableTest, TheSameContentIsLoadedOncePerHost) {
   EXPECT_GE(cache.hits(), 1u);
 }
 
-TEST_F(ExecutableTest, OperatorErrorsFailTheStreamWithTheirMessage) {
+TEST_F(ExecutableTest, OperatorErrorsFailTheirCommandAndTheStreamGoesOn) {
   v1::EagerOp mm;
   mm.set_name("aten::mm");
   *mm.add_arguments()->mutable_tensor() = Spec({4, 3}, {3, 1}, 0);
@@ -299,26 +299,62 @@ TEST_F(ExecutableTest, OperatorErrorsFailTheStreamWithTheirMessage) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("LAUNCH 'aten::mm'"));
   EXPECT_THAT(status.message(), HasSubstr("cannot be multiplied"));
+  const auto type = status.GetPayload(neuronrt::kOperatorErrorTypePayload);
+  ASSERT_TRUE(type.has_value());
+  EXPECT_EQ(std::string(*type), "RuntimeError");
+  EXPECT_FALSE(status.GetPayload(neuronrt::kStreamFaultPayload).has_value());
+  // Reported once; the stream runs what comes next.
+  EXPECT_TRUE(stream_->Synchronize().ok());
+  Upload(0, {1, 2, 3, 4});
+  EXPECT_EQ(Download(0, 4), (std::vector<float>{1, 2, 3, 4}));
+
+  // Two failures before one synchronization: the first is reported, with a
+  // count of the rest.
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}, "aten::mm").ok());
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}, "aten::mm").ok());
+  status = stream_->Synchronize();
+  EXPECT_THAT(status.message(), HasSubstr("and 1 later command(s)"));
+  EXPECT_TRUE(stream_->Synchronize().ok());
+}
+
+TEST_F(ExecutableTest, IndexErrorsKeepTheirType) {
+  v1::EagerOp select;
+  select.set_name("aten::index_select");
+  *select.add_arguments()->mutable_tensor() = Spec({4}, {1}, 0);
+  select.add_arguments()->set_int_value(0);
+  *select.add_arguments()->mutable_tensor() = Spec({1}, {1}, 1, v1::SCALAR_TYPE_INT64);
+  *select.add_outputs() = Spec({1}, {1}, 2);
+  const uint64_t id = *session_->LoadExecutable(Body(select));
+  const int64_t index = 9;
+  ASSERT_TRUE(stream_->CopyToDevice(At(100), &index, sizeof(index)).ok());
+  const uint64_t addresses[] = {At(0), At(100), At(200)};
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}, "aten::index_select").ok());
+  absl::Status status = stream_->Synchronize();
+  const auto type = status.GetPayload(neuronrt::kOperatorErrorTypePayload);
+  ASSERT_TRUE(type.has_value()) << status;
+  EXPECT_EQ(std::string(*type), "IndexError");
 }
 
 TEST_F(ExecutableTest, UnknownOperatorsAndShortAddressesAreRefused) {
   v1::EagerOp unknown;
   unknown.set_name("aten::no_such_operator");
   *unknown.add_arguments()->mutable_tensor() = Spec({4}, {1}, 0);
-  const uint64_t id = *session_->LoadExecutable(Body(unknown));
-  const uint64_t addresses[] = {At(0)};
-  ASSERT_TRUE(stream_->Launch(id, addresses, {}).ok());
-  EXPECT_THAT(stream_->Synchronize().message(), HasSubstr("no operator aten::no_such_operator"));
+  auto refused = session_->LoadExecutable(Body(unknown));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("no operator aten::no_such_operator"));
 
-  auto stream = *session_->CreateStream(0);
   v1::EagerOp neg;
   neg.set_name("aten::neg");
   *neg.add_arguments()->mutable_tensor() = Spec({1024}, {1}, 0);
   *neg.add_outputs() = Spec({1024}, {1}, 1);
   const uint64_t neg_id = *session_->LoadExecutable(Body(neg));
   const uint64_t past_end[] = {At(0), buffer_.device_address + buffer_.size - 16};
-  ASSERT_TRUE(stream->Launch(neg_id, past_end, {}).ok());
-  EXPECT_THAT(stream->Synchronize().message(), HasSubstr("past the end of segment"));
+  ASSERT_TRUE(stream_->Launch(neg_id, past_end, {}).ok());
+  absl::Status fault = stream_->Synchronize();
+  EXPECT_THAT(fault.message(), HasSubstr("past the end of segment"));
+  // Memory the session does not own is a fault: the stream stays failed.
+  EXPECT_TRUE(fault.GetPayload(neuronrt::kStreamFaultPayload).has_value());
+  EXPECT_FALSE(stream_->Synchronize().ok());
 
   auto third = *session_->CreateStream(0);
   ASSERT_TRUE(third->Launch(neg_id, std::span<const uint64_t>(past_end, 1), {}).ok());
@@ -327,6 +363,180 @@ TEST_F(ExecutableTest, UnknownOperatorsAndShortAddressesAreRefused) {
   auto fourth = *session_->CreateStream(0);
   ASSERT_TRUE(fourth->Launch(5000, past_end, {}).ok());
   EXPECT_THAT(fourth->Synchronize().message(), HasSubstr("no executable 5000"));
+}
+
+// Each of these once reached ATen's boxed call unchecked; too few arguments
+// made it read past its stack and killed the daemon.
+TEST_F(ExecutableTest, ExecutablesThatDoNotFitTheSchemaAreRefusedAtLoad) {
+  struct Case {
+    std::string what;
+    v1::EagerOp op;
+    std::string message;
+  };
+  std::vector<Case> cases;
+  {
+    v1::EagerOp addmm;
+    addmm.set_name("aten::addmm");
+    *addmm.add_outputs() = Spec({2, 2}, {2, 1}, 0);
+    cases.push_back({"no arguments", addmm, "argument 0 (self) is missing and has no default"});
+  }
+  {
+    v1::EagerOp addmm;
+    addmm.set_name("aten::addmm");
+    *addmm.add_arguments()->mutable_tensor() = Spec({2, 2}, {2, 1}, 0);
+    addmm.add_arguments()->set_int_value(3);
+    cases.push_back({"an int for a tensor", addmm, "argument 1 (mat1) of type Tensor"});
+  }
+  {
+    v1::EagerOp neg;
+    neg.set_name("aten::neg");
+    *neg.add_arguments()->mutable_tensor() = Spec({2}, {1}, 0);
+    *neg.add_arguments()->mutable_tensor() = Spec({2}, {1}, 1);
+    cases.push_back({"too many arguments", neg, "takes 1 arguments; the executable gives 2"});
+  }
+  {
+    v1::EagerOp sum;
+    sum.set_name("aten::sum");
+    sum.set_overload("dim_IntList");
+    *sum.add_arguments()->mutable_tensor() = Spec({2}, {1}, 0);
+    sum.add_arguments()->mutable_int_list()->add_values(0);
+    sum.add_arguments()->set_none(true);
+    cases.push_back({"None for a bool", sum, "argument 2 (keepdim) of type bool cannot be None"});
+  }
+  {
+    v1::EagerOp add;
+    add.set_name("aten::add");
+    add.set_overload("Tensor");
+    *add.add_arguments()->mutable_tensor() = Spec({2}, {1}, 0);
+    *add.add_arguments()->mutable_tensor() = Spec({2}, {1}, 1);
+    add.add_arguments()->mutable_immediate()->set_kind(v1::ImmediateScalar::Kind(7));
+    cases.push_back({"an unknown immediate kind", add, "immediate scalar of unknown kind 7"});
+  }
+  {
+    v1::EagerOp backward;
+    backward.set_name("aten::convolution_backward");
+    for (int i = 0; i < 3; ++i) *backward.add_arguments()->mutable_tensor() = Spec({1}, {1}, i);
+    backward.add_arguments()->set_none(true);
+    for (int i = 0; i < 3; ++i) backward.add_arguments()->mutable_int_list()->add_values(1);
+    backward.add_arguments()->set_bool_value(false);
+    backward.add_arguments()->mutable_int_list()->add_values(0);
+    backward.add_arguments()->set_int_value(1);
+    backward.add_arguments()->mutable_bool_list()->add_values(true);
+    cases.push_back({"a bool[3] of one", backward, "argument 10 (output_mask)"});
+  }
+  {
+    v1::EagerOp neg;
+    neg.set_name("aten::neg");
+    *neg.add_arguments()->mutable_tensor() = Spec({2}, {1}, 0);
+    *neg.add_outputs() = Spec({2}, {1}, 1);
+    *neg.add_outputs() = Spec({2}, {1}, 2);
+    cases.push_back({"more outputs than results", neg, "returns 1 tensors; the executable has 2"});
+  }
+  for (const Case& each : cases) {
+    auto refused = session_->LoadExecutable(Body(each.op));
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << each.what;
+    EXPECT_THAT(refused.status().message(), HasSubstr(each.message)) << each.what;
+  }
+  // The daemon is still there, and the stream works.
+  Upload(0, {5});
+  EXPECT_EQ(Download(0, 1), std::vector<float>{5});
+}
+
+TEST_F(ExecutableTest, SchemaDefaultsFillMissingTrailingArguments) {
+  v1::EagerOp sum;
+  sum.set_name("aten::sum");
+  sum.set_overload("dim_IntList");
+  *sum.add_arguments()->mutable_tensor() = Spec({2, 2}, {2, 1}, 0);
+  sum.add_arguments()->mutable_int_list()->add_values(1);
+  *sum.add_outputs() = Spec({2}, {1}, 1);
+  const uint64_t id = *session_->LoadExecutable(Body(sum));
+  Upload(0, {1, 2, 3, 4});
+  const uint64_t addresses[] = {At(0), At(100)};
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}, "aten::sum").ok());
+  EXPECT_EQ(Download(100, 2), (std::vector<float>{3, 7}));
+}
+
+// Eval-mode batch norm on the CPU returns empty saved statistics where
+// meta inference (and CUDA) give one value per channel.
+TEST_F(ExecutableTest, EmptyAuxiliaryResultsLeaveTheirOutputs) {
+  v1::EagerOp bn;
+  bn.set_name("aten::native_batch_norm");
+  *bn.add_arguments()->mutable_tensor() = Spec({1, 2, 1, 1}, {2, 1, 1, 1}, 0);
+  bn.add_arguments()->set_none(true);
+  bn.add_arguments()->set_none(true);
+  *bn.add_arguments()->mutable_tensor() = Spec({2}, {1}, 1);
+  *bn.add_arguments()->mutable_tensor() = Spec({2}, {1}, 2);
+  bn.add_arguments()->set_bool_value(false);
+  bn.add_arguments()->set_double_value(0.1);
+  bn.add_arguments()->set_double_value(0.0);
+  *bn.add_outputs() = Spec({1, 2, 1, 1}, {2, 1, 1, 1}, 3);
+  *bn.add_outputs() = Spec({2}, {1}, 4);
+  *bn.add_outputs() = Spec({2}, {1}, 5);
+  const uint64_t id = *session_->LoadExecutable(Body(bn));
+  Upload(0, {3, 5});
+  Upload(100, {1, 1});  // running mean
+  Upload(200, {4, 1});  // running var
+  Upload(400, {-7, -7});
+  const uint64_t addresses[] = {At(0), At(100), At(200), At(300), At(400), At(500)};
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}, "aten::native_batch_norm").ok());
+  ASSERT_TRUE(stream_->Synchronize().ok());
+  EXPECT_EQ(Download(300, 2), (std::vector<float>{1, 4}));
+  EXPECT_EQ(Download(400, 2), (std::vector<float>{-7, -7}));
+}
+
+// A backward whose output_mask skips grad_input: the result is undefined
+// and has no output; a None for a Tensor argument is an undefined tensor.
+TEST_F(ExecutableTest, UndefinedResultsHaveNoOutputs) {
+  v1::EagerOp backward;
+  backward.set_name("aten::convolution_backward");
+  *backward.add_arguments()->mutable_tensor() = Spec({1, 1, 1, 1}, {1, 1, 1, 1}, 0);  // grad
+  *backward.add_arguments()->mutable_tensor() = Spec({1, 1, 1, 1}, {1, 1, 1, 1}, 1);  // input
+  *backward.add_arguments()->mutable_tensor() = Spec({1, 1, 1, 1}, {1, 1, 1, 1}, 2);  // weight
+  backward.add_arguments()->mutable_int_list()->add_values(1);  // bias sizes
+  for (int i = 0; i < 2; ++i) {
+    auto* list = backward.add_arguments()->mutable_int_list();
+    list->add_values(i == 0 ? 1 : 0);
+    list->add_values(i == 0 ? 1 : 0);
+  }
+  auto* dilation = backward.add_arguments()->mutable_int_list();
+  dilation->add_values(1);
+  dilation->add_values(1);
+  backward.add_arguments()->set_bool_value(false);
+  auto* padding = backward.add_arguments()->mutable_int_list();
+  padding->add_values(0);
+  padding->add_values(0);
+  backward.add_arguments()->set_int_value(1);
+  auto* mask = backward.add_arguments()->mutable_bool_list();
+  mask->add_values(false);
+  mask->add_values(true);
+  mask->add_values(true);
+  backward.add_undefined_results(0);
+  *backward.add_outputs() = Spec({1, 1, 1, 1}, {1, 1, 1, 1}, 3);
+  *backward.add_outputs() = Spec({1}, {1}, 4);
+  const uint64_t id = *session_->LoadExecutable(Body(backward));
+  Upload(0, {2});
+  Upload(100, {3});
+  Upload(200, {5});
+  const uint64_t addresses[] = {At(0), At(100), At(200), At(300), At(400)};
+  ASSERT_TRUE(stream_->Launch(id, addresses, {}, "aten::convolution_backward").ok());
+  ASSERT_TRUE(stream_->Synchronize().ok());
+  EXPECT_EQ(Download(300, 1), std::vector<float>{6});  // grad_weight = grad * input
+  EXPECT_EQ(Download(400, 1), std::vector<float>{2});  // grad_bias = grad
+
+  v1::EagerOp add;
+  add.set_name("aten::add");
+  add.set_overload("Tensor");
+  add.add_arguments()->set_none(true);
+  *add.add_arguments()->mutable_tensor() = Spec({1}, {1}, 0);
+  *add.add_arguments()->mutable_immediate() = v1::ImmediateScalar();
+  *add.add_outputs() = Spec({1}, {1}, 1);
+  const uint64_t add_id = *session_->LoadExecutable(Body(add));
+  const int64_t alpha = 1;
+  const uint8_t* alpha_bytes = reinterpret_cast<const uint8_t*>(&alpha);
+  ASSERT_TRUE(stream_->Launch(add_id, addresses, {alpha_bytes, 8}, "aten::add").ok());
+  absl::Status status = stream_->Synchronize();
+  EXPECT_THAT(status.message(), HasSubstr("undefined"));
+  EXPECT_TRUE(status.GetPayload(neuronrt::kOperatorErrorTypePayload).has_value());
 }
 
 TEST_F(ExecutableTest, MalformedBodiesAreRefusedAtLoad) {

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #define NEURON_RTD_ABI_VERSION_MAJOR 1u
-#define NEURON_RTD_ABI_VERSION_MINOR 0u
+#define NEURON_RTD_ABI_VERSION_MINOR 1u
 
 /* "NRRG" and "NRCP", little-endian. */
 #define NEURON_RTD_RING_MAGIC 0x4752524eu
@@ -295,7 +295,9 @@ struct neuron_rtd_completion_page_header {
 struct neuron_rtd_completion_slot {
   /* Highest sequence whose command, and every earlier one, has finished. */
   uint64_t completed;
-  /* First failed command of the stream (sticky): its sequence and NrtStatus.
+  /* First failed command of the stream that poisoned it (a fault: device
+   * memory the session does not own, a malformed record, a lost session):
+   * its sequence and NrtStatus. Sticky.
    * error_sequence is 0 while the stream is healthy. The full context comes
    * from Runtime.GetStreamErrors. */
   uint64_t error_sequence;
@@ -306,7 +308,14 @@ struct neuron_rtd_completion_slot {
   /* Set by a waiter before it sleeps, so the daemon skips FUTEX_WAKE when
    * nobody sleeps. */
   uint32_t waiters;
-  uint8_t reserved0[NEURON_RTD_CACHE_LINE - 28];
+  uint32_t reserved0;
+  /* (ABI 1.1) Commands of the stream that failed without poisoning it: an
+   * operator refused its arguments, device memory is intact, and the stream
+   * went on (their sequences still complete). Written before `completed`
+   * covers them; the client reports each once, at its next synchronization,
+   * with the details from Runtime.GetStreamErrors. */
+  uint64_t operator_errors;
+  uint8_t reserved1[NEURON_RTD_CACHE_LINE - 40];
 };
 
 /* The opcode's name, for messages. */
@@ -391,6 +400,8 @@ NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_completion_page_header) ==
                          "completion page header layout changed");
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_completion_slot) == NEURON_RTD_CACHE_LINE,
                          "completion slot must be one cache line");
+NEURON_RTD_STATIC_ASSERT(offsetof(struct neuron_rtd_completion_slot, operator_errors) == 32,
+                         "completion slot layout changed");
 NEURON_RTD_STATIC_ASSERT(NEURON_RTD_MAX_RECORD_BYTES % NEURON_RTD_RECORD_ALIGN == 0,
                          "record bound must be aligned");
 

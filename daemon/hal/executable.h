@@ -1,0 +1,34 @@
+// A prepared executable: what a backend made of an executable's description
+// once, at load (on the sim an operator resolved and checked against its
+// schema; on Trainium a NEFF loaded), so that each launch only binds device
+// addresses and immediates. The HAL never sees wire formats: daemon/exec
+// decodes and bounds the description, the backend prepares it.
+#ifndef NEURON_RTD_DAEMON_HAL_EXECUTABLE_H_
+#define NEURON_RTD_DAEMON_HAL_EXECUTABLE_H_
+
+#include "daemon/hal/device_info.h"
+#include "daemon/hal/eager_op.h"
+
+namespace neuron::rtd::hal {
+
+// What an executable describes, as daemon/exec decoded it. Graph executables
+// (the compiled path) will be a second kind.
+struct ExecutableSpec {
+  EagerOpPlan eager_op;
+};
+
+// Owned by daemon/exec's cache; shared by every launch that names it, from
+// any core's worker, so Dispatch must not change it.
+// Lifetime: outlives every Dispatch of it (the queue holds a reference while
+// a launch runs); destroyed when the cache evicts it.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+
+  // The backend that prepared it: a device dispatches only its own kind.
+  virtual BackendKind backend() const = 0;
+};
+
+}  // namespace neuron::rtd::hal
+
+#endif  // NEURON_RTD_DAEMON_HAL_EXECUTABLE_H_
