@@ -47,6 +47,10 @@ def test_record_stream_defers_reuse_until_the_other_stream_is_done():
 
     side = torch_neuronx.Stream()
     big = torch.randn(1024, 1024, device="neuron")
+    # A signature's first launch is waited for: warm both up so that the
+    # side stream's queue below stays asynchronous.
+    big @ big
+    torch.empty(1 << 18, device="neuron").add_(1)
     x = torch.empty(1 << 18, device="neuron")
     address = x.data_ptr()
     with torch.neuron.stream(side):

@@ -57,16 +57,24 @@ def test_error_surfaces_at_the_next_sync_point_with_the_op_name(run_python):
         "import torch, torch_neuronx\n"
         "x = torch.ones(4, device='neuron')\n"
         "bad = torch.tensor([0, 9], device='neuron')\n"
+        "try:\n"
+        "    torch.index_select(x, 0, bad)  # the signature's first launch: checked at the call\n"
+        "except IndexError as error:\n"
+        "    print('call:', error, flush=True)\n"
         "y = torch.index_select(x, 0, bad)  # queued: no error yet\n"
         "print('queued', flush=True)\n"
         "try:\n"
         "    torch.neuron.synchronize()\n"
-        "except Exception as error:\n"
-        "    print('sync:', error)\n")
+        "except IndexError as error:\n"
+        "    print('sync:', error)\n"
+        "print((x + 1).sum().item())\n")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "queued"
-    assert "aten::index_select" in lines[1] and "out of range" in lines[1], result.stdout
+    assert lines[0].startswith("call:") and "out of range" in lines[0], result.stdout
+    assert lines[1] == "queued"
+    assert lines[2].startswith("sync:"), result.stdout
+    assert "aten::index_select" in lines[2] and "out of range" in lines[2], result.stdout
+    assert lines[3] == "8.0"
 
 
 def test_copies_between_devices():

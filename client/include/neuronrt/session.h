@@ -22,6 +22,19 @@ class SessionCore;
 class StreamState;
 }  // namespace internal
 
+// Payloads on the absl::Status of a command that failed in the daemon.
+//
+// An operator's error (it refused its arguments; device memory is intact
+// and the stream goes on) carries kOperatorErrorTypePayload: the Python
+// exception type the operator raised, "IndexError", "ValueError",
+// "TypeError", "NotImplementedError", "LinAlgError" or "RuntimeError". It is
+// reported once, by the first synchronization that covers its command.
+inline constexpr char kOperatorErrorTypePayload[] = "neuronrt/operator-error-type";
+// A fault that poisoned its stream (sticky: every later wait on the stream
+// fails with it), and a session the daemon closed or a daemon gone, carry
+// kStreamFaultPayload.
+inline constexpr char kStreamFaultPayload[] = "neuronrt/stream-fault";
+
 struct SessionOptions {
   ClientOptions client;
   // Shown by `neuronctl ps`.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_format.h"
 #include "src/internal/futex.h"
 #include "src/internal/proto_convert.h"
@@ -131,6 +132,16 @@ absl::Status SessionCore::CheckAlive() const {
   return absl::OkStatus();
 }
 
+namespace {
+
+std::string CommandName(const v1::ErrorDetail& error) {
+  return error.op_name().empty()
+             ? std::string(neuron_rtd_opcode_name(error.opcode()))
+             : absl::StrFormat("%s '%s'", neuron_rtd_opcode_name(error.opcode()), error.op_name());
+}
+
+}  // namespace
+
 absl::Status SessionCore::CommandError(uint64_t stream_id, uint64_t sequence,
                                        int32_t nrt_status) const {
   v1::GetStreamErrorsRequest request;
@@ -140,20 +151,39 @@ absl::Status SessionCore::CommandError(uint64_t stream_id, uint64_t sequence,
       client_->Call(&v1::Runtime::Stub::GetStreamErrors, request, "GetStreamErrors");
   const v1::GetStreamErrorsResponse errors =
       response.ok() ? *std::move(response) : v1::GetStreamErrorsResponse();
+  absl::Status status;
   for (const v1::ErrorDetail& error : errors.errors()) {
-    if (error.sequence() != sequence) continue;
-    const std::string op = error.op_name().empty()
-                               ? std::string(neuron_rtd_opcode_name(error.opcode()))
-                               : absl::StrFormat("%s '%s'", neuron_rtd_opcode_name(error.opcode()),
-                                                 error.op_name());
-    return absl::Status(CodeFor(error.nrt_status()),
-                        absl::StrFormat("stream %d: command %d (%s) failed: %s", stream_id,
-                                        sequence, op, error.message()));
+    if (error.sequence() != sequence || !error.sticky()) continue;
+    status = absl::Status(CodeFor(error.nrt_status()),
+                          absl::StrFormat("stream %d: command %d (%s) failed: %s", stream_id,
+                                          sequence, CommandName(error), error.message()));
+    break;
   }
-  return absl::Status(CodeFor(nrt_status),
-                      absl::StrFormat("stream %d: command %d failed with status %d%s", stream_id,
-                                      sequence, nrt_status,
-                                      errors.errors().empty() ? " (its details are unavailable)" : ""));
+  if (status.ok()) {
+    status = absl::Status(
+        CodeFor(nrt_status),
+        absl::StrFormat("stream %d: command %d failed with status %d%s", stream_id, sequence,
+                        nrt_status, errors.errors().empty() ? " (its details are unavailable)" : ""));
+  }
+  status.SetPayload(kStreamFaultPayload, absl::Cord("1"));
+  return status;
+}
+
+std::vector<v1::ErrorDetail> SessionCore::OperatorErrors(uint64_t stream_id) const {
+  v1::GetStreamErrorsRequest request;
+  request.set_session_id(id_);
+  request.set_stream_id(stream_id);
+  absl::StatusOr<v1::GetStreamErrorsResponse> response =
+      client_->Call(&v1::Runtime::Stub::GetStreamErrors, request, "GetStreamErrors");
+  std::vector<v1::ErrorDetail> errors;
+  if (!response.ok()) return errors;
+  for (const v1::ErrorDetail& error : response->errors()) {
+    if (!error.sticky()) errors.push_back(error);
+  }
+  std::sort(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
+    return a.sequence() < b.sequence();
+  });
+  return errors;
 }
 
 absl::Status SessionCore::MarkClosed() {
@@ -248,24 +278,70 @@ StreamState::~StreamState() {
 uint64_t StreamState::last_submitted() const { return last_submitted_.load(); }
 
 absl::Status StreamState::FailureAt(uint64_t value) const {
-  // A session the daemon closed fails every stream; say why, not which.
-  if (session_->closed_by_daemon()) return session_->CheckAlive();
+  // A session the daemon closed (or a daemon gone) fails every stream; say
+  // why, not which.
+  auto session_fault = [&] {
+    absl::Status status = session_->CheckAlive();
+    if (!status.ok()) status.SetPayload(kStreamFaultPayload, absl::Cord("1"));
+    return status;
+  };
+  if (session_->closed_by_daemon()) return session_fault();
   const uint64_t error_sequence = LoadAcquire(slot_->error_sequence);
   if (error_sequence != 0 && error_sequence <= value) {
     return session_->CommandError(id_, error_sequence, LoadAcquire(slot_->error_status));
   }
-  return session_->CheckAlive();
+  return session_fault();
+}
+
+absl::Status StreamState::TakeOperatorError(uint64_t value) const {
+  const uint64_t counted = LoadAcquire(slot_->operator_errors);
+  if (counted == operator_errors_seen_.load(std::memory_order_acquire)) return absl::OkStatus();
+  absl::MutexLock lock(&report_mutex_);
+  if (counted == operator_errors_seen_.load(std::memory_order_acquire)) return absl::OkStatus();
+  const std::vector<v1::ErrorDetail> errors = session_->OperatorErrors(id_);
+  const v1::ErrorDetail* first = nullptr;
+  size_t more = 0;
+  bool later = false;
+  for (const v1::ErrorDetail& error : errors) {
+    if (error.sequence() <= reported_through_) continue;
+    if (error.sequence() > value) {
+      later = true;
+    } else if (first == nullptr) {
+      first = &error;
+    } else {
+      ++more;
+    }
+  }
+  // Errors of later commands wait for the synchronization that covers them.
+  if (!later) operator_errors_seen_.store(counted, std::memory_order_release);
+  if (first == nullptr) return absl::OkStatus();
+  // The first error is what the program did wrong; the ones after it up to
+  // here are usually its consequences, and are reported with it.
+  reported_through_ = std::max(reported_through_, value);
+  absl::Status status(
+      CodeFor(first->nrt_status()),
+      absl::StrFormat("stream %d: command %d (%s) failed: %s%s", id_, first->sequence(),
+                      CommandName(*first), first->message(),
+                      more == 0 ? std::string()
+                                : absl::StrFormat(" (and %d later command(s) on stream %d failed "
+                                                  "too)",
+                                                  more, id_)));
+  status.SetPayload(kOperatorErrorTypePayload, absl::Cord(first->error_type()));
+  return status;
 }
 
 absl::StatusOr<bool> StreamState::IsComplete(uint64_t value) const {
-  if (LoadAcquire(slot_->completed) >= value) return true;
+  if (LoadAcquire(slot_->completed) >= value) {
+    if (absl::Status error = TakeOperatorError(value); !error.ok()) return error;
+    return true;
+  }
   if (absl::Status failure = FailureAt(value); !failure.ok()) return failure;
   return false;
 }
 
 absl::Status StreamState::WaitFor(uint64_t value) const {
   for (int spin = 0; spin < kSpinIterations + kYieldIterations; ++spin) {
-    if (LoadAcquire(slot_->completed) >= value) return absl::OkStatus();
+    if (LoadAcquire(slot_->completed) >= value) return TakeOperatorError(value);
     if (LoadAcquire(slot_->error_sequence) != 0) break;
     if (spin < kSpinIterations) {
       CpuRelax();
@@ -275,7 +351,7 @@ absl::Status StreamState::WaitFor(uint64_t value) const {
   }
   while (true) {
     const uint32_t observed = LoadAcquire(slot_->wake);
-    if (LoadAcquire(slot_->completed) >= value) return absl::OkStatus();
+    if (LoadAcquire(slot_->completed) >= value) return TakeOperatorError(value);
     if (absl::Status failure = FailureAt(value); !failure.ok()) return failure;
     std::atomic_ref<uint32_t>(slot_->waiters).fetch_add(1, std::memory_order_seq_cst);
     if (LoadAcquire(slot_->completed) < value) FutexWait(&slot_->wake, observed, kLivenessInterval);

@@ -42,8 +42,12 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   // OK while the session is usable; ABORTED once the daemon closed it,
   // UNAVAILABLE once the daemon is gone.
   absl::Status CheckAlive() const;
-  // The full error of a failed command, fetched from the daemon.
+  // The full error of the command that poisoned a stream, fetched from the
+  // daemon; carries kStreamFaultPayload.
   absl::Status CommandError(uint64_t stream_id, uint64_t sequence, int32_t nrt_status) const;
+  // The operator errors of a stream that the daemon still holds, oldest
+  // first (empty when it cannot be asked).
+  std::vector<v1::ErrorDetail> OperatorErrors(uint64_t stream_id) const;
 
   // Up to `size` bytes of staging (at least one byte), waiting for earlier
   // chunks' events when the arena is full. Release with ReleaseStaging once
@@ -109,6 +113,9 @@ class StreamState : public std::enable_shared_from_this<StreamState> {
  private:
   // The error that makes `value` unreachable, or OK.
   absl::Status FailureAt(uint64_t value) const;
+  // The first operator error at or before `value` not reported yet, or OK;
+  // each is reported once.
+  absl::Status TakeOperatorError(uint64_t value) const;
   absl::Status WaitForSpace(uint64_t needed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const std::shared_ptr<SessionCore> session_;
@@ -124,6 +131,12 @@ class StreamState : public std::enable_shared_from_this<StreamState> {
   mutable absl::Mutex mutex_;
   uint64_t tail_ ABSL_GUARDED_BY(mutex_) = 0;
   std::atomic<uint64_t> last_submitted_{0};
+
+  // Operator errors the daemon counted that this client has dealt with.
+  mutable std::atomic<uint64_t> operator_errors_seen_{0};
+  mutable absl::Mutex report_mutex_;
+  // Errors of commands up to here have been reported.
+  mutable uint64_t reported_through_ ABSL_GUARDED_BY(report_mutex_) = 0;
 };
 
 }  // namespace neuronrt::internal

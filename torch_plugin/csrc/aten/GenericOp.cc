@@ -359,9 +359,12 @@ at::ScalarType DeviceDtype(at::ScalarType type) {
 }
 
 struct OutputSpec {
+  // False for a result the operator leaves undefined (a backward whose
+  // output_mask skips it): nothing is allocated for it.
+  bool defined = true;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
-  at::ScalarType dtype;
+  at::ScalarType dtype = at::kFloat;
 };
 
 // What one signature compiles to.
@@ -688,7 +691,8 @@ Stack ToMetaStack(const Stack& arguments, bool keep_offset) {
                !value.isIntList() && !value.isDoubleList() && !value.isBoolList()) {
       c10::List<std::optional<at::Tensor>> tensors;
       for (const c10::IValue& item : value.toListRef()) {
-        if (item.isNone()) {
+        // Python indexing passes a slice's place as an undefined tensor.
+        if (item.isNone() || !item.toTensor().defined()) {
           tensors.push_back(std::nullopt);
         } else {
           tensors.push_back(ToMeta(item.toTensor(), keep_offset));
@@ -796,11 +800,18 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   for (size_t r = 0; r < schema.returns().size(); ++r) {
     if (info.return_argument[r] >= 0) continue;
     auto add_output = [&](const at::Tensor& shaped) {
+      if (!shaped.defined()) {
+        plan->outputs.push_back(OutputSpec{.defined = false});
+        return;
+      }
       plan->outputs.push_back(OutputSpec{.sizes = shaped.sizes().vec(),
                                          .strides = shaped.strides().vec(),
                                          .dtype = DeviceDtype(shaped.scalar_type())});
     };
-    if (meta[r].isTensor()) {
+    if (meta[r].isNone()) {
+      add_output(at::Tensor());
+      plan->list_lengths.push_back(0);
+    } else if (meta[r].isTensor()) {
       add_output(meta[r].toTensor());
       plan->list_lengths.push_back(0);
     } else {
@@ -832,7 +843,9 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
       }
     }
     executable.arguments = std::move(inputs);
-  } else if (info.out_variant && !plan->outputs.empty()) {
+  } else if (info.out_variant && !plan->outputs.empty() &&
+             std::all_of(plan->outputs.begin(), plan->outputs.end(),
+                         [](const OutputSpec& spec) { return spec.defined; })) {
     plan->uses_out_variant = true;
     launched = &*info.out_variant;
     size_t next = 0;
@@ -848,7 +861,13 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
       executable.arguments.emplace_back(std::move(list));
     }
   } else {
-    for (const OutputSpec& spec : plan->outputs) executable.outputs.push_back(output_layout(spec));
+    for (size_t i = 0; i < plan->outputs.size(); ++i) {
+      if (plan->outputs[i].defined) {
+        executable.outputs.push_back(output_layout(plan->outputs[i]));
+      } else {
+        executable.undefined_results.push_back(static_cast<uint32_t>(i));
+      }
+    }
   }
   executable.name = launched->schema().name();
   executable.overload = launched->schema().overload_name();
@@ -947,7 +966,8 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
     absl::MutexLock lock(&plan_mutex);
     if (auto it = Plans().find(key); it != Plans().end()) plan = it->second;
   }
-  if (plan != nullptr) {
+  const bool new_signature = plan == nullptr;
+  if (!new_signature) {
     plan_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     bool resized = false;
@@ -975,6 +995,10 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
       at::TensorOptions().device(c10::Device(c10::DeviceType::PrivateUse1, *device));
   std::vector<uint64_t>& addresses = walker.addresses;
   for (const OutputSpec& spec : plan->outputs) {
+    if (!spec.defined) {
+      outputs.emplace_back();
+      continue;
+    }
     outputs.push_back(at::empty_strided(spec.sizes, spec.strides, options.dtype(spec.dtype)));
     addresses.push_back(reinterpret_cast<uint64_t>(outputs.back().data_ptr()));
   }
@@ -989,6 +1013,11 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
                    .status(),
                info.qualified);
   launches.fetch_add(1, std::memory_order_relaxed);
+  // A signature's first launch is waited for, so that the errors its kernel
+  // raises where meta inference did not (a dtype the kernel lacks) come at
+  // the call, with the CPU's exception type, as on the CPU and CUDA. Later
+  // launches stay asynchronous; their errors come at the next sync.
+  if (new_signature) ThrowIfError(stream.Synchronize(), info.qualified);
 
   torch::jit::drop(*stack, argument_count);
   size_t next_output = 0;

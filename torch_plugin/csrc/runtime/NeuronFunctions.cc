@@ -4,7 +4,9 @@
 
 #include <array>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_format.h"
+#include "neuronrt/session.h"
 
 namespace torch_neuronx {
 namespace {
@@ -21,6 +23,22 @@ void ThrowIfError(const absl::Status& status, std::string_view what) {
   if (status.ok()) return;
   const std::string message =
       absl::StrFormat("%s: %s", what, std::string_view(status.message().data(), status.message().size()));
+  // An operator's own error: the exception type the CPU raises for it.
+  if (const auto type = status.GetPayload(neuronrt::kOperatorErrorTypePayload); type.has_value()) {
+    const std::string name(*type);
+    if (name == "IndexError") TORCH_CHECK_INDEX(false, message);
+    if (name == "ValueError") TORCH_CHECK_VALUE(false, message);
+    if (name == "TypeError") TORCH_CHECK_TYPE(false, message);
+    if (name == "NotImplementedError") TORCH_CHECK_NOT_IMPLEMENTED(false, message);
+    if (name == "LinAlgError") TORCH_CHECK_LINALG(false, message);
+    if (name == "OutOfMemoryError") TORCH_CHECK_WITH(OutOfMemoryError, false, message);
+    TORCH_CHECK(false, message);
+  }
+  // A fault that poisoned a stream surfaces asynchronously, as CUDA's do.
+  if (status.GetPayload(neuronrt::kStreamFaultPayload).has_value()) {
+    throw c10::AcceleratorError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+                                static_cast<int32_t>(status.code()), message);
+  }
   switch (status.code()) {
     case absl::StatusCode::kResourceExhausted:
       TORCH_CHECK_WITH(OutOfMemoryError, false, message);

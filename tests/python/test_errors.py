@@ -1,0 +1,66 @@
+"""PyTorch's error semantics on neuron: an operator's error raises the CPU's
+exception type at the call (a signature's first launch is waited for) or at
+the next synchronization, and the process keeps working after catching it.
+Only faults (memory the session does not own, a lost daemon) are sticky."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronx  # noqa: F401
+
+
+def test_a_dtype_the_kernel_lacks_raises_at_the_call_and_the_stream_goes_on():
+    x = torch.arange(10, device="neuron", dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="histogram_cpu"):
+        torch.histc(x)
+    assert torch.equal((x + 1).cpu(), torch.arange(1, 11, dtype=torch.int32))
+
+
+def test_an_asynchronous_index_error_raises_once_at_the_next_sync():
+    weight = torch.randn(5, 3, device="neuron")
+    good = torch.tensor([0, 1], device="neuron")
+    expected = F.embedding(good.cpu(), weight.cpu())
+    # The signature's first launch (in range) is checked at the call; this
+    # launch of the same signature fails in the daemon, asynchronously.
+    torch.testing.assert_close(F.embedding(good, weight).cpu(), expected)
+    F.embedding(torch.tensor([0, 7], device="neuron"), weight)
+    with pytest.raises(IndexError, match="index out of range"):
+        torch.neuron.synchronize()
+    torch.neuron.synchronize()
+    torch.testing.assert_close(F.embedding(good, weight).cpu(), expected)
+
+
+def test_index_errors_have_the_cpus_type():
+    with pytest.raises(IndexError, match="out of bounds"):
+        torch.zeros(3, device="neuron")[torch.tensor([5], device="neuron")].cpu()
+    assert torch.zeros(3, device="neuron").sum().item() == 0
+
+
+def test_an_error_on_a_side_stream_does_not_reach_the_default_stream():
+    weight = torch.randn(5, 3, device="neuron")
+    F.embedding(torch.tensor([1], device="neuron"), weight)
+    side = torch.neuron.Stream()
+    with torch.neuron.stream(side):
+        F.embedding(torch.tensor([9], device="neuron"), weight)
+    torch.neuron.current_stream().synchronize()
+    with pytest.raises(IndexError):
+        side.synchronize()
+    side.synchronize()
+
+
+def test_a_killed_session_raises_accelerator_error(run_python):
+    result = run_python(
+        "import os, subprocess, torch, torch_neuronx\n"
+        "x = torch.ones(4, device='neuron')\n"
+        "assert x.sum().item() == 4\n"
+        "info = torch_neuronx._C._session_info()\n"
+        "ctl = os.path.join(os.path.dirname(torch_neuronx._C.__file__), 'bin', 'neuronctl')\n"
+        "subprocess.run([ctl, '--address', info['address'], 'kill', str(info['session_id'])],"
+        " check=True, capture_output=True)\n"
+        "try:\n"
+        "    (x * 2).sum().item()\n"
+        "except torch.AcceleratorError as error:\n"
+        "    print('AcceleratorError', isinstance(error, RuntimeError), 'closed by' in str(error))\n"
+    )
+    assert result.stdout.strip().splitlines()[-1] == "AcceleratorError True True", result.stdout
