@@ -1,5 +1,7 @@
 #include "daemon/session/session.h"
 
+#include "absl/cleanup/cleanup.h"
+
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -143,17 +145,33 @@ absl::Status Session::SendRegion(const SharedRegion& region, int extra_fd) {
 absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint64_t size) {
   if (absl::Status status = CheckOpen(); !status.ok()) return status;
   if (absl::Status status = CheckCore(core); !status.ok()) return status;
-  if (limits_.max_hbm_bytes != 0 && size > limits_.max_hbm_bytes - std::min(limits_.max_hbm_bytes,
-                                                                         segments_.bytes())) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "session %d's HBM quota: requested %d bytes, %d of %d bytes in use", id_, size,
-        segments_.bytes(), limits_.max_hbm_bytes));
-  }
   absl::StatusOr<hal::Device*> device = scheduler_.DeviceOfCore(core);
   if (!device.ok()) return device.status();
+  if (limits_.max_hbm_bytes != 0) {
+    // Reserved before allocating, so that concurrent allocations cannot
+    // together exceed the quota.
+    absl::MutexLock lock(&mutex_);
+    const uint64_t in_use = segments_.bytes() + hbm_reserved_;
+    if (size > limits_.max_hbm_bytes - std::min(limits_.max_hbm_bytes, in_use)) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "session %d's HBM quota: requested %d bytes, %d of %d bytes in use", id_, size,
+          in_use, limits_.max_hbm_bytes));
+    }
+    hbm_reserved_ += size;
+  }
+  absl::Cleanup unreserve = [&] {
+    if (limits_.max_hbm_bytes == 0) return;
+    absl::MutexLock lock(&mutex_);
+    hbm_reserved_ -= size;
+  };
   absl::StatusOr<memory::SegmentRef> segment = memory_.Allocate((*device)->info().index, size);
   if (!segment.ok()) return segment.status();
-  segments_.Insert(*segment);
+  {
+    absl::MutexLock lock(&mutex_);
+    segments_.Insert(*segment);
+    hbm_reserved_ -= limits_.max_hbm_bytes == 0 ? 0 : size;
+  }
+  std::move(unreserve).Cancel();
   if (closed()) segments_.TakeAll();
   return segment;
 }
@@ -168,8 +186,13 @@ absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_
   if (absl::Status status = CheckOpen(); !status.ok()) return status;
   if (absl::Status status = CheckCore(core); !status.ok()) return status;
   const uint64_t limit = std::min<uint64_t>(limits_.max_ring_bytes, NEURON_RTD_MAX_RING_BYTES);
+  // Bounded first: std::bit_ceil of a value past 2^63 is undefined.
+  if (ring_bytes > limit) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "ring of %d bytes exceeds session %d's limit of %d bytes", ring_bytes, id_, limit));
+  }
   const uint64_t capacity = std::bit_ceil(std::max<uint64_t>(ring_bytes, NEURON_RTD_MIN_RING_BYTES));
-  if (ring_bytes > limit || capacity > limit) {
+  if (capacity > limit) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "ring of %d bytes exceeds session %d's limit of %d bytes", ring_bytes, id_, limit));
   }
@@ -222,12 +245,19 @@ absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_
     return sent;
   }
   {
+    // Checked and attached under the lock that Close takes to collect the
+    // streams it detaches: a stream created while the session closes is
+    // either collected by Close or never attached.
     absl::MutexLock lock(&mutex_);
+    if (closed()) {
+      slot_states_[slot] = SlotState::kFree;
+      return CheckOpen();
+    }
     streams_.emplace(stream_id, stream);
     slot_owners_[slot] = stream;
     slot_states_[slot] = SlotState::kAssigned;
+    (*queue)->Attach(stream);
   }
-  (*queue)->Attach(stream);
   return StreamRegion{.stream = stream, .completion_slot = slot};
 }
 
@@ -270,9 +300,10 @@ absl::StatusOr<std::shared_ptr<SharedRegion>> Session::RegisterHostMemory(uint64
       absl::StrFormat("neuron-rtd-pinned-%d-%d", id_, id));
   absl::Status sent = region.ok() ? SendRegion(**region, -1) : region.status();
   absl::MutexLock lock(&mutex_);
-  if (!sent.ok()) {
-    host_memory_bytes_ -= size;
-    return sent;
+  if (!sent.ok() || closed()) {
+    // Close has emptied host_memory_ (and zeroed the count) already.
+    if (!closed()) host_memory_bytes_ -= size;
+    return sent.ok() ? CheckOpen() : sent;
   }
   std::shared_ptr<SharedRegion> shared = *std::move(region);
   host_memory_.emplace(id, shared);

@@ -135,6 +135,8 @@ class Session final : public queue::ExecutionContext,
   std::vector<std::weak_ptr<queue::Stream>> slot_owners_ ABSL_GUARDED_BY(mutex_);
   std::map<uint64_t, std::shared_ptr<SharedRegion>> host_memory_ ABSL_GUARDED_BY(mutex_);
   uint64_t host_memory_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  // HBM admitted against the quota and not yet in segments_.
+  uint64_t hbm_reserved_ ABSL_GUARDED_BY(mutex_) = 0;
   std::deque<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
 };
 

@@ -1,5 +1,7 @@
 #include "daemon/session/session_manager.h"
 
+#include "absl/cleanup/cleanup.h"
+
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -78,12 +80,20 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
           "neuron-rtd is draining for maintenance: it refuses new sessions until an "
           "administrator runs `neuronctl drain --off`");
     }
-    if (sessions_.size() >= config_.max_sessions) {
+    // Sessions being opened count too: the check and the insert below are
+    // apart, and concurrent opens must not overshoot the limit between them.
+    if (sessions_.size() + opening_ >= config_.max_sessions) {
       return absl::ResourceExhaustedError(
-          absl::StrFormat("neuron-rtd already serves %d sessions, its limit", sessions_.size()));
+          absl::StrFormat("neuron-rtd already serves %d sessions, its limit",
+                          sessions_.size() + opening_));
     }
+    ++opening_;
     id = next_id_++;
   }
+  absl::Cleanup opened = [this] {
+    absl::MutexLock lock(&mutex_);
+    --opening_;
+  };
   const uint32_t slots = config_.limits.max_streams;
   absl::StatusOr<std::unique_ptr<SharedRegion>> page =
       SharedRegion::Create(1, 1 /* SHARED_REGION_KIND_COMPLETION_PAGE */,

@@ -96,6 +96,8 @@ class SessionManager {
   };
   std::map<uint64_t, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
+  // Sessions admitted and not yet in sessions_.
+  size_t opening_ ABSL_GUARDED_BY(mutex_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   bool draining_ ABSL_GUARDED_BY(mutex_) = false;
   absl::CondVar stop_;

@@ -748,6 +748,47 @@ TEST_F(DataPlaneTest, SessionQuotasComeFromTheConfig) {
   EXPECT_THAT((*big_ring)->CreateStream(0).status().message(), HasSubstr("exceeds session"));
 }
 
+TEST_F(DataPlaneTest, ConcurrentCallersStayWithinTheQuotas) {
+  const std::string config = dir_.WriteFile(
+      "rtd.toml", "[session]\nmax_hbm_bytes = 4194304\nmax_sessions = 2\n");
+  StartDaemon({"--config", config});
+  auto session = *neuronrt::Session::Open({.client = {.address = address()}});
+  std::atomic<int> allocated{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&] {
+      if (session->Allocate(0, kMiB).ok()) allocated.fetch_add(1);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(allocated.load(), 4);
+
+  // One session is open; of eight more opened at once, one fits.
+  std::atomic<int> opened{0};
+  std::vector<std::unique_ptr<neuronrt::Session>> sessions(8);
+  threads.clear();
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto another = neuronrt::Session::Open({.client = {.address = address()}});
+      if (another.ok()) {
+        opened.fetch_add(1);
+        sessions[i] = *std::move(another);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(opened.load(), 1);
+}
+
+TEST_F(DataPlaneTest, AHugeRingSizeIsRefusedBeforeItIsRounded) {
+  auto session = neuronrt::Session::Open(
+      {.client = {.address = address()}, .ring_bytes = (uint64_t{1} << 63) + 1});
+  ASSERT_TRUE(session.ok());
+  auto stream = (*session)->CreateStream(0);
+  EXPECT_EQ(stream.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(stream.status().message(), HasSubstr("exceeds session"));
+}
+
 TEST_F(DataPlaneTest, StoppingTheDaemonEndsBusyClientsCleanly) {
   auto probe = testing::Subprocess::Spawn({testing::ClientProbeBinary(), "hold", address(), "0"});
   ASSERT_TRUE(probe.ok());
