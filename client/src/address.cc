@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 
 #include "absl/strings/str_format.h"
@@ -35,6 +38,24 @@ DaemonAddress FromPath(const std::string& path, std::string origin) {
 }
 
 }  // namespace
+
+absl::Status CheckPrivateDirectory(const std::string& directory) {
+  struct stat info {};
+  if (::lstat(directory.c_str(), &info) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrFormat("checking %s", directory));
+  }
+  const uid_t user = ::getuid();
+  if (!S_ISDIR(info.st_mode) || info.st_uid != user || (info.st_mode & 077) != 0) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "refusing the neuron-rtd socket directory %s: it must be a directory owned by you (uid "
+        "%d) with mode 0700, and it is %s owned by uid %d with mode %04o. Another user may have "
+        "created it to receive your tensors: remove it, or set XDG_RUNTIME_DIR or "
+        "NEURON_RTD_ADDRESS",
+        directory, user, S_ISLNK(info.st_mode) ? "a symlink" : S_ISDIR(info.st_mode) ? "a directory" : "a file",
+        info.st_uid, info.st_mode & 07777));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<DaemonAddress> ResolveDaemonAddress(std::string_view explicit_address) {
   if (!explicit_address.empty()) return Parse(explicit_address, "--address");

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "neuron/rtd/v1/admin.grpc.pb.h"
 #include "neuron/rtd/v1/runtime.grpc.pb.h"
+#include "src/internal/daemon_trust.h"
 #include "src/internal/grpc_client.h"
 #include "src/internal/proto_convert.h"
 
@@ -30,6 +31,19 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions& opt
     return absl::UnavailableError(
         absl::StrFormat("cannot reach neuron-rtd at %s (%s): no socket at %s", address->target,
                         address->origin, address->socket_path));
+  }
+  // The check and the probe both precede the first RPC; the directory
+  // check makes the socket the probe reached the one gRPC connects to.
+  if (address->origin == "per-user socket") {
+    const std::string directory =
+        address->socket_path.substr(0, address->socket_path.rfind('/'));
+    if (absl::Status trusted = CheckPrivateDirectory(directory); !trusted.ok()) {
+      return trusted;
+    }
+  }
+  if (absl::Status peer = internal::ProbeDaemonPeer(address->socket_path, address->target);
+      !peer.ok()) {
+    return peer;
   }
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxMessageBytes);

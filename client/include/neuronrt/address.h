@@ -26,6 +26,13 @@ struct DaemonAddress {
 // and its origin, for an address that is not "unix:/absolute/path".
 absl::StatusOr<DaemonAddress> ResolveDaemonAddress(std::string_view explicit_address = {});
 
+// A per-user socket directory must be a real directory (not a symlink) owned
+// by this process's user, with no access for group or others: under /tmp any
+// local user could create it first and serve a daemon there. Client::Connect
+// checks it for the per-user socket; whoever creates the directory checks it
+// too. PERMISSION_DENIED naming the owner and mode otherwise.
+absl::Status CheckPrivateDirectory(const std::string& directory);
+
 }  // namespace neuronrt
 
 #endif  // NEURONRT_ADDRESS_H_

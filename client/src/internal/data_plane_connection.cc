@@ -13,6 +13,7 @@
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/abi/data_plane.h"
 #include "neuron/rtd/socket_paths.h"
+#include "src/internal/daemon_trust.h"
 
 namespace neuronrt::internal {
 
@@ -40,6 +41,8 @@ absl::StatusOr<std::unique_ptr<DataPlaneConnection>> DataPlaneConnection::Attach
     return absl::UnavailableError(absl::StrFormat("cannot connect to the data plane at %s: %s",
                                                   address, std::strerror(errno)));
   }
+  // The attach token and, after it, every tensor go over this connection.
+  if (absl::Status peer = CheckDaemonPeer(fd, address); !peer.ok()) return peer;
   neuron_rtd_attach_message attach{.magic = NEURON_RTD_ATTACH_MAGIC,
                                    .abi_version_major = NEURON_RTD_ABI_VERSION_MAJOR,
                                    .abi_version_minor = NEURON_RTD_ABI_VERSION_MINOR,

@@ -17,6 +17,10 @@ namespace neuron::rtd {
 // The host-wide daemon run by systemd.
 inline constexpr std::string_view kSystemSocketPath = "/run/neuron-rtd/neuron-rtd.sock";
 
+// The account the system daemon runs as (deploy/systemd/neuron-rtd.sysusers.conf):
+// besides the user and root, the only one a client trusts to serve a socket.
+inline constexpr const char* kDaemonUser = "neuron-rtd";
+
 // The environment variable that names the daemon to clients, as "unix:PATH".
 inline constexpr std::string_view kAddressEnvVar = "NEURON_RTD_ADDRESS";
 

@@ -54,7 +54,9 @@ absl::Status SpawnDetached(const std::vector<std::string>& argv, const std::stri
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // Never through a symlink planted where the log goes.
+  const int log_fd =
+      ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (log_fd < 0) {
     return absl::UnavailableError(
         absl::StrFormat("cannot open the daemon log %s: %s", log_path, std::strerror(errno)));
@@ -132,6 +134,12 @@ absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& option
   if (::mkdir(directory.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrFormat("cannot create %s for neuron-rtd's socket: %s",
                                                   directory, std::strerror(errno)));
+  }
+  // A per-user directory may have been made by someone else first.
+  if (address->origin != "NEURON_RTD_ADDRESS") {
+    if (absl::Status trusted = neuronrt::CheckPrivateDirectory(directory); !trusted.ok()) {
+      return trusted;
+    }
   }
   const std::string log_path = address->socket_path + ".log";
   const std::string binary = options.daemon_binary.empty() ? "neuron-rtd" : options.daemon_binary;
