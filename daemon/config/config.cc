@@ -171,6 +171,12 @@ constexpr std::array kKeys = {
             ApplyBounded<&SessionSettings::attach_timeout_ms, 100, 600'000>},
     KeySpec{"session", "max_sessions", ValueKind::kInteger,
             ApplyBounded<&SessionSettings::max_sessions, 1, 65536>},
+    KeySpec{"session", "max_sessions_per_user", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_sessions_per_user, 1, 65536>},
+    KeySpec{"session", "max_pending_connections", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_pending_connections, 1, 65536>},
+    KeySpec{"session", "max_pending_connections_per_user", ValueKind::kInteger,
+            ApplyBounded<&SessionSettings::max_pending_connections_per_user, 1, 65536>},
 };
 
 const KeySpec* FindKey(std::string_view section, std::string_view name) {

@@ -57,6 +57,12 @@ struct SessionSettings {
   uint64_t max_host_memory_bytes = 16ull << 30;
   uint32_t attach_timeout_ms = 10000;
   uint32_t max_sessions = 1024;
+  // Of those, sessions one user (uid) may have at once.
+  uint32_t max_sessions_per_user = 256;
+  // Data-plane connections not yet attached to a session, host-wide and per
+  // user: each holds a file descriptor until it attaches or times out.
+  uint32_t max_pending_connections = 256;
+  uint32_t max_pending_connections_per_user = 64;
 };
 
 struct DaemonConfig {

@@ -59,7 +59,8 @@ session::SessionConfig SessionConfigFrom(const SessionSettings& settings) {
                                        .staging_bytes = settings.staging_bytes,
                                        .max_host_memory_bytes = settings.max_host_memory_bytes},
       .attach_timeout = absl::Milliseconds(settings.attach_timeout_ms),
-      .max_sessions = settings.max_sessions};
+      .max_sessions = settings.max_sessions,
+      .max_sessions_per_user = settings.max_sessions_per_user};
 }
 
 }  // namespace
@@ -98,7 +99,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
   ListenerOptions data_options = listener_options;
   data_options.path = DataPlanePath(listener_options.path);
   absl::StatusOr<std::unique_ptr<DataPlane>> data_plane =
-      DataPlane::Create(data_options, daemon->sessions_, sys_calls);
+      DataPlane::Create(data_options,
+                        PendingLimits{.total = config.session.max_pending_connections,
+                                      .per_user = config.session.max_pending_connections_per_user},
+                        daemon->sessions_, sys_calls);
   if (!data_plane.ok()) return data_plane.status();
   daemon->data_plane_ = *std::move(data_plane);
   return daemon;

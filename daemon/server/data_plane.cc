@@ -31,18 +31,20 @@ void Reply(int fd, int32_t status, uint64_t session_id) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DataPlane>> DataPlane::Create(ListenerOptions options,
+                                                             PendingLimits limits,
                                                              session::SessionManager& sessions,
                                                              OsSysCalls& sys_calls) {
   options.socket_type = SOCK_SEQPACKET;
   absl::StatusOr<std::unique_ptr<UnixSocketListener>> listener =
       UnixSocketListener::Create(options, sys_calls);
   if (!listener.ok()) return listener.status();
-  return std::unique_ptr<DataPlane>(new DataPlane(*std::move(listener), sessions));
+  return std::unique_ptr<DataPlane>(new DataPlane(*std::move(listener), limits, sessions));
 }
 
-DataPlane::DataPlane(std::unique_ptr<UnixSocketListener> listener,
+DataPlane::DataPlane(std::unique_ptr<UnixSocketListener> listener, PendingLimits limits,
                      session::SessionManager& sessions)
     : listener_(std::move(listener)),
+      limits_(limits),
       sessions_(sessions),
       epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
       stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
@@ -72,6 +74,21 @@ void DataPlane::Start() {
 void DataPlane::Accept(int fd, const PeerCredentials& peer) {
   {
     absl::MutexLock lock(&mutex_);
+    uint32_t pending = 0;
+    uint32_t of_user = 0;
+    for (const auto& [other_fd, connection] : connections_) {
+      if (connection.session_id != 0) continue;
+      ++pending;
+      of_user += connection.peer.uid == peer.uid ? 1 : 0;
+    }
+    if (pending >= limits_.total || of_user >= limits_.per_user) {
+      spdlog::warn(
+          "data plane: refusing a connection from pid {} (uid {}): {} connections wait to attach "
+          "({} of them the user's; limits {} and {} per user)",
+          peer.pid, peer.uid, pending, of_user, limits_.total, limits_.per_user);
+      ::close(fd);
+      return;
+    }
     connections_[fd] = Connection{.peer = peer, .accepted_at = absl::Now()};
   }
   epoll_event event{.events = EPOLLIN | EPOLLRDHUP, .data = {.fd = fd}};

@@ -23,12 +23,20 @@
 
 namespace neuron::rtd {
 
+// Connections that have not attached to a session yet: each holds a file
+// descriptor, so a client that opens many must not exhaust the daemon's.
+struct PendingLimits {
+  uint32_t total = 256;
+  uint32_t per_user = 64;
+};
+
 // Thread-safety: Start and the destructor are called from one thread.
 // Lifetime: the session manager outlives the data plane.
 class DataPlane {
  public:
   // Listens on `path` with the mode and group of the gRPC socket.
   static absl::StatusOr<std::unique_ptr<DataPlane>> Create(ListenerOptions options,
+                                                           PendingLimits limits,
                                                            session::SessionManager& sessions,
                                                            OsSysCalls& sys_calls);
   DataPlane(const DataPlane&) = delete;
@@ -39,7 +47,8 @@ class DataPlane {
   const std::string& path() const { return listener_->path(); }
 
  private:
-  DataPlane(std::unique_ptr<UnixSocketListener> listener, session::SessionManager& sessions);
+  DataPlane(std::unique_ptr<UnixSocketListener> listener, PendingLimits limits,
+            session::SessionManager& sessions);
 
   struct Connection {
     PeerCredentials peer;
@@ -55,6 +64,7 @@ class DataPlane {
   void DropStaleUnattached();
 
   std::unique_ptr<UnixSocketListener> listener_;
+  const PendingLimits limits_;
   session::SessionManager& sessions_;
   const int epoll_fd_;
   const int stop_fd_;

@@ -87,12 +87,24 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
           absl::StrFormat("neuron-rtd already serves %d sessions, its limit",
                           sessions_.size() + opening_));
     }
+    size_t of_user = opening_by_user_[peer.uid];
+    for (const auto& [existing_id, entry] : sessions_) {
+      of_user += entry.session->owner().uid == peer.uid ? 1 : 0;
+    }
+    if (of_user >= config_.max_sessions_per_user) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "uid %d already has %d sessions, the per-user limit ([session] "
+          "max_sessions_per_user)",
+          peer.uid, of_user));
+    }
     ++opening_;
+    ++opening_by_user_[peer.uid];
     id = next_id_++;
   }
-  absl::Cleanup opened = [this] {
+  absl::Cleanup opened = [this, uid = peer.uid] {
     absl::MutexLock lock(&mutex_);
     --opening_;
+    if (--opening_by_user_[uid] == 0) opening_by_user_.erase(uid);
   };
   const uint32_t slots = config_.limits.max_streams;
   absl::StatusOr<std::unique_ptr<SharedRegion>> page =

@@ -29,6 +29,7 @@ struct SessionConfig {
   // A session whose client has not attached its data plane by then is closed.
   absl::Duration attach_timeout = absl::Seconds(10);
   uint32_t max_sessions = 1024;
+  uint32_t max_sessions_per_user = 256;
 };
 
 struct OpenedSession {
@@ -96,8 +97,9 @@ class SessionManager {
   };
   std::map<uint64_t, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
-  // Sessions admitted and not yet in sessions_.
+  // Sessions admitted and not yet in sessions_, in all and per uid.
   size_t opening_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::map<uid_t, size_t> opening_by_user_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   bool draining_ ABSL_GUARDED_BY(mutex_) = false;
   absl::CondVar stop_;

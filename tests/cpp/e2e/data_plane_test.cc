@@ -3,7 +3,9 @@
 // other processes, hostile clients and dying peers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include "neuronrt/session.h"
 #include "nlohmann/json.hpp"
 #include "testing/subprocess.h"
+#include "testing/unix_socket.h"
 #include "testing/temp_dir.h"
 
 namespace neuron {
@@ -778,6 +781,41 @@ TEST_F(DataPlaneTest, ConcurrentCallersStayWithinTheQuotas) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(opened.load(), 1);
+}
+
+TEST_F(DataPlaneTest, OneUserCannotTakeEverySessionSlot) {
+  const std::string config = dir_.WriteFile("rtd.toml", "[session]\nmax_sessions_per_user = 2\n");
+  StartDaemon({"--config", config});
+  auto first = Open();
+  auto second = Open();
+  ASSERT_TRUE(first && second);
+  auto third = neuronrt::Session::Open({.client = {.address = address()}});
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(third.status().message(), HasSubstr("max_sessions_per_user"));
+  // Closing a session (CloseSession returns once it has ended) frees its slot.
+  first.reset();
+  auto again = neuronrt::Session::Open({.client = {.address = address()}});
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
+TEST_F(DataPlaneTest, UnattachedConnectionsAreCappedPerUser) {
+  const std::string config =
+      dir_.WriteFile("rtd.toml", "[session]\nmax_pending_connections_per_user = 2\n");
+  StartDaemon({"--config", config});
+  const sockaddr_un data_plane = testing::UnixAddress(socket_ + ".data");
+  std::vector<int> connections;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&data_plane), sizeof(data_plane)), 0);
+    connections.push_back(fd);
+  }
+  // The third is closed by the daemon at once; the first two wait to attach.
+  char byte;
+  EXPECT_EQ(::recv(connections[2], &byte, 1, 0), 0);
+  pollfd waiting[2] = {{.fd = connections[0], .events = POLLIN, .revents = 0},
+                       {.fd = connections[1], .events = POLLIN, .revents = 0}};
+  EXPECT_EQ(::poll(waiting, 2, 0), 0);
+  for (int fd : connections) ::close(fd);
 }
 
 TEST_F(DataPlaneTest, AHugeRingSizeIsRefusedBeforeItIsRounded) {
