@@ -49,36 +49,59 @@ int32_t StatusFor(const absl::Status& status) {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
+    uint32_t core, hal::Device& device, const exec::ExecutableCache& executables) {
+  const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrFormat("core %d: epoll_create1", core));
+  }
+  const int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event event{.events = EPOLLIN, .data = {.fd = wake_fd}};
+  if (wake_fd < 0 || ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake_fd, &event) != 0) {
+    const absl::Status failed =
+        absl::ErrnoToStatus(errno, absl::StrFormat("core %d: the queue's wake eventfd", core));
+    if (wake_fd >= 0) ::close(wake_fd);
+    ::close(epoll_fd);
+    return failed;
+  }
+  return std::unique_ptr<CoreQueue>(new CoreQueue(core, device, executables, epoll_fd, wake_fd));
+}
+
 CoreQueue::CoreQueue(uint32_t core, hal::Device& device,
-                     const exec::ExecutableCache& executables)
+                     const exec::ExecutableCache& executables, int epoll_fd, int wake_fd)
     : core_(core),
       device_(device),
       executables_(executables),
-      epoll_fd_(::epoll_create1(EPOLL_CLOEXEC)),
-      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
-  epoll_event event{.events = EPOLLIN, .data = {.fd = wake_fd_}};
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
+      epoll_fd_(epoll_fd),
+      wake_fd_(wake_fd) {
   record_buffer_.resize(NEURON_RTD_MAX_RECORD_BYTES);
   worker_ = std::thread([this] { WorkerLoop(); });
   dma_ = std::thread([this] { DmaLoop(); });
 }
 
 CoreQueue::~CoreQueue() {
+  Stop();
+  ::close(wake_fd_);
+  ::close(epoll_fd_);
+}
+
+void CoreQueue::Stop() {
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
     dma_ready_.SignalAll();
   }
   Wake();
-  worker_.join();
-  dma_.join();
-  ::close(wake_fd_);
-  ::close(epoll_fd_);
+  if (worker_.joinable()) worker_.join();
+  if (dma_.joinable()) dma_.join();
 }
 
-void CoreQueue::Attach(std::shared_ptr<Stream> stream) {
+absl::Status CoreQueue::Attach(std::shared_ptr<Stream> stream) {
   epoll_event event{.events = EPOLLIN, .data = {.fd = stream->doorbell_fd()}};
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stream->doorbell_fd(), &event);
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stream->doorbell_fd(), &event) != 0) {
+    return absl::ErrnoToStatus(
+        errno, absl::StrFormat("core %d: watching stream %d's doorbell", core_, stream->id()));
+  }
   {
     absl::MutexLock lock(&mutex_);
     auto group = std::find_if(sessions_.begin(), sessions_.end(), [&](const auto& candidate) {
@@ -91,10 +114,14 @@ void CoreQueue::Attach(std::shared_ptr<Stream> stream) {
     group->streams.push_back(std::move(stream));
   }
   Wake();
+  return absl::OkStatus();
 }
 
-void CoreQueue::Detach(const Stream& stream) {
+void CoreQueue::Detach(Stream& stream) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, stream.doorbell_fd(), nullptr);
+  // A stream that leaves while stopped at a WAIT no longer waits: a stale
+  // count would make every later completion wake this queue.
+  if (stream.waiting.exchange(false)) waiting_streams_.fetch_sub(1, std::memory_order_seq_cst);
   absl::MutexLock lock(&mutex_);
   for (SessionStreams& group : sessions_) {
     std::erase_if(group.streams, [&](const auto& attached) { return attached.get() == &stream; });
@@ -266,8 +293,7 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
       if (!stream->waiting.exchange(true)) waiting_streams_.fetch_add(1, std::memory_order_seq_cst);
       const bool target_failed = target->failed();
       if (target->completed() < wait.value && !target_failed) return Outcome::kBlocked;
-      stream->waiting.store(false);
-      waiting_streams_.fetch_sub(1, std::memory_order_seq_cst);
+      if (stream->waiting.exchange(false)) waiting_streams_.fetch_sub(1, std::memory_order_seq_cst);
       stream->Consume(header.length, header.sequence);
       Finish(*stream, context, record,
              target_failed && target->completed() < wait.value

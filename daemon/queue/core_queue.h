@@ -29,7 +29,10 @@ namespace neuron::rtd::queue {
 // stops the threads.
 class CoreQueue {
  public:
-  CoreQueue(uint32_t core, hal::Device& device, const exec::ExecutableCache& executables);
+  // Starts the queue's threads; an error when the kernel refuses its
+  // epoll instance or eventfd.
+  static absl::StatusOr<std::unique_ptr<CoreQueue>> Create(
+      uint32_t core, hal::Device& device, const exec::ExecutableCache& executables);
   CoreQueue(const CoreQueue&) = delete;
   CoreQueue& operator=(const CoreQueue&) = delete;
   ~CoreQueue();
@@ -37,8 +40,13 @@ class CoreQueue {
   uint32_t core() const { return core_; }
   hal::Device& device() const { return device_; }
 
-  void Attach(std::shared_ptr<Stream> stream);
-  void Detach(const Stream& stream);
+  // Stops and joins the worker and DMA threads; nothing runs after it.
+  // Idempotent; the destructor calls it.
+  void Stop();
+
+  // An error (the stream not attached) when its doorbell cannot be watched.
+  absl::Status Attach(std::shared_ptr<Stream> stream);
+  void Detach(Stream& stream);
 
   // Counters since the queue started.
   struct Stats {
@@ -64,6 +72,9 @@ class CoreQueue {
     std::function<absl::Status()> run;
     std::vector<std::shared_ptr<const void>> keep_alive;
   };
+
+  CoreQueue(uint32_t core, hal::Device& device, const exec::ExecutableCache& executables,
+            int epoll_fd, int wake_fd);
 
   void WorkerLoop();
   void DmaLoop();

@@ -4,6 +4,20 @@
 
 namespace neuron::rtd::queue {
 
+Scheduler::Scheduler(hal::Backend& backend, const exec::ExecutableCache& executables)
+    : backend_(backend),
+      executables_(executables),
+      started_(new std::atomic<CoreQueue*>[backend.total_logical_cores()]),
+      core_count_(backend.total_logical_cores()) {
+  for (uint32_t core = 0; core < core_count_; ++core) started_[core].store(nullptr);
+}
+
+Scheduler::~Scheduler() {
+  absl::MutexLock lock(&mutex_);
+  for (auto& [core, queue] : queues_) queue->Stop();
+  queues_.clear();
+}
+
 absl::StatusOr<hal::Device*> Scheduler::DeviceOfCore(uint32_t core) const {
   for (hal::Device* device : backend_.devices()) {
     const hal::DeviceInfo& info = device->info();
@@ -20,13 +34,23 @@ absl::StatusOr<CoreQueue*> Scheduler::Queue(uint32_t core) {
   if (!device.ok()) return device.status();
   absl::MutexLock lock(&mutex_);
   std::unique_ptr<CoreQueue>& queue = queues_[core];
-  if (queue == nullptr) queue = std::make_unique<CoreQueue>(core, **device, executables_);
+  if (queue == nullptr) {
+    absl::StatusOr<std::unique_ptr<CoreQueue>> created =
+        CoreQueue::Create(core, **device, executables_);
+    if (!created.ok()) {
+      queues_.erase(core);
+      return created.status();
+    }
+    queue = *std::move(created);
+    started_[core].store(queue.get(), std::memory_order_release);
+  }
   return queue.get();
 }
 
 void Scheduler::WakeWaiting() {
-  absl::MutexLock lock(&mutex_);
-  for (auto& [core, queue] : queues_) queue->WakeIfWaiting();
+  for (uint32_t core = 0; core < core_count_; ++core) {
+    if (CoreQueue* queue = started_[core].load(std::memory_order_acquire)) queue->WakeIfWaiting();
+  }
 }
 
 std::map<uint32_t, CoreQueue::Stats> Scheduler::Stats() const {

@@ -3,6 +3,7 @@
 #ifndef NEURON_RTD_DAEMON_QUEUE_SCHEDULER_H_
 #define NEURON_RTD_DAEMON_QUEUE_SCHEDULER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -18,11 +19,14 @@ namespace neuron::rtd::queue {
 
 // Thread-safety: every method may be called from any thread.
 // Lifetime: the backend and the executables outlive the scheduler; queues
-// live as long as it.
+// live as long as it. The destructor stops every queue's threads before it
+// destroys any queue: a worker finishing a command wakes the other queues.
 class Scheduler {
  public:
-  Scheduler(hal::Backend& backend, const exec::ExecutableCache& executables)
-      : backend_(backend), executables_(executables) {}
+  Scheduler(hal::Backend& backend, const exec::ExecutableCache& executables);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+  ~Scheduler();
 
   // The device that holds host-wide logical core `core`; NOT_FOUND when the
   // host has no such core.
@@ -36,7 +40,8 @@ class Scheduler {
   // The queue of `core`, started on first use.
   absl::StatusOr<CoreQueue*> Queue(uint32_t core);
 
-  // Wakes every queue with a stream waiting on a timeline.
+  // Wakes every queue with a stream waiting on a timeline. Called on every
+  // completion: takes no lock.
   void WakeWaiting();
 
   // The counters of every core's queue; zeros for a core never used.
@@ -47,6 +52,10 @@ class Scheduler {
   const exec::ExecutableCache& executables_;
   mutable absl::Mutex mutex_;
   std::map<uint32_t, std::unique_ptr<CoreQueue>> queues_ ABSL_GUARDED_BY(mutex_);
+  // The queues by core, published once each is started; read without the
+  // lock. Entries are never cleared while a worker may read them.
+  std::unique_ptr<std::atomic<CoreQueue*>[]> started_;
+  const uint32_t core_count_;
 };
 
 }  // namespace neuron::rtd::queue

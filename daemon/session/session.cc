@@ -253,10 +253,13 @@ absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_
       slot_states_[slot] = SlotState::kFree;
       return CheckOpen();
     }
+    if (absl::Status attached = (*queue)->Attach(stream); !attached.ok()) {
+      slot_states_[slot] = SlotState::kFree;
+      return attached;
+    }
     streams_.emplace(stream_id, stream);
     slot_owners_[slot] = stream;
     slot_states_[slot] = SlotState::kAssigned;
-    (*queue)->Attach(stream);
   }
   return StreamRegion{.stream = stream, .completion_slot = slot};
 }
