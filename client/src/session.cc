@@ -157,7 +157,8 @@ absl::Status Stream::CopyToHost(void* host, uint64_t device_address, uint64_t by
     InFlight oldest = std::move(in_flight.front());
     in_flight.pop_front();
     absl::Status landed = oldest.landed.Synchronize();
-    if (landed.ok() && status.ok()) {
+    // An empty copy may come with a null destination: memcpy must not see it.
+    if (landed.ok() && status.ok() && oldest.chunk.size > 0) {
       std::memcpy(destination + oldest.offset, oldest.chunk.data, oldest.chunk.size);
     }
     session.ReleaseStaging(oldest.chunk, oldest.landed);

@@ -96,6 +96,7 @@ class Event {
 
  private:
   friend class Stream;
+  friend class internal::SessionCore;
   std::shared_ptr<internal::StreamState> stream_;
   uint64_t value_ = 0;
 };

@@ -200,7 +200,8 @@ std::optional<StagingChunk> SessionCore::TakeFreeChunk(uint64_t size) {
     if (offset < entry.offset + entry.size && entry.offset < offset + size) return std::nullopt;
   }
   staging_entries_.push_back(
-      StagingEntry{.offset = offset, .size = size, .done = Event(), .released = false});
+      StagingEntry{.offset = offset, .size = size, .stream = {}, .stream_id = 0, .value = 0,
+                   .released = false});
   staging_next_ = offset + size;
   return StagingChunk{.offset = offset, .size = size, .data = staging_->data() + offset};
 }
@@ -222,36 +223,51 @@ absl::StatusOr<StagingChunk> SessionCore::AcquireStaging(uint64_t size) {
       staging_released_.Wait(&staging_mutex_);
       continue;
     }
-    Event done = oldest.done;
+    const uint64_t stream_id = oldest.stream_id;
+    const uint64_t value = oldest.value;
+    std::shared_ptr<StreamState> stream = oldest.stream.lock();
     staging_mutex_.Unlock();
-    absl::Status finished = done.Synchronize();
+    absl::Status finished = stream ? stream->WaitFor(value) : absl::OkStatus();
+    stream.reset();
     staging_mutex_.Lock();
-    if (!staging_entries_.empty() && staging_entries_.front().done.value() == done.value() &&
-        staging_entries_.front().done.stream_id() == done.stream_id()) {
+    if (!staging_entries_.empty() && staging_entries_.front().value == value &&
+        staging_entries_.front().stream_id == stream_id) {
       staging_entries_.pop_front();
     }
     if (!finished.ok()) return finished;
   }
 }
 
+bool SessionCore::StagingDone(const StagingEntry& entry) {
+  std::shared_ptr<StreamState> stream = entry.stream.lock();
+  if (stream == nullptr) return true;
+  // A failed stream's commands are drained unrun by the daemon.
+  return stream->Finished(entry.value);
+}
+
 void SessionCore::ReleaseStaging(const StagingChunk& chunk, Event done) {
   absl::MutexLock lock(&staging_mutex_);
   for (StagingEntry& entry : staging_entries_) {
     if (entry.offset == chunk.offset && !entry.released) {
-      entry.done = std::move(done);
+      entry.stream = done.stream_;
+      entry.stream_id = done.valid() ? done.stream_id() : 0;
+      entry.value = done.value();
       entry.released = true;
       break;
     }
   }
   // Entries whose commands have finished need not be waited for again.
-  while (!staging_entries_.empty() && staging_entries_.front().released) {
-    absl::StatusOr<bool> complete = staging_entries_.front().done.valid()
-                                        ? staging_entries_.front().done.Query()
-                                        : absl::StatusOr<bool>(true);
-    if (!complete.ok() || !*complete) break;
+  while (!staging_entries_.empty() && staging_entries_.front().released &&
+         StagingDone(staging_entries_.front())) {
     staging_entries_.pop_front();
   }
   staging_released_.SignalAll();
+}
+
+bool SessionCore::HoldsStaging(uint64_t stream_id) {
+  absl::MutexLock lock(&staging_mutex_);
+  return std::any_of(staging_entries_.begin(), staging_entries_.end(),
+                     [&](const StagingEntry& entry) { return entry.stream_id == stream_id; });
 }
 
 StreamState::StreamState(std::shared_ptr<SessionCore> session, uint64_t id, uint32_t core,
@@ -267,6 +283,9 @@ StreamState::StreamState(std::shared_ptr<SessionCore> session, uint64_t id, uint
       slot_(session_->slot(slot)) {}
 
 StreamState::~StreamState() {
+  // Staging chunks of this stream's commands are reused once the commands
+  // finished; with the stream gone nobody could ask, so wait for them now.
+  if (session_->HoldsStaging(id_)) WaitFor(last_submitted()).IgnoreError();
   ::close(doorbell_fd_);
   if (session_->closed_by_daemon() || !session_->data_plane().Alive()) return;
   v1::DestroyStreamRequest request;
@@ -328,6 +347,11 @@ absl::Status StreamState::TakeOperatorError(uint64_t value) const {
                                                   more, id_)));
   status.SetPayload(kOperatorErrorTypePayload, absl::Cord(first->error_type()));
   return status;
+}
+
+bool StreamState::Finished(uint64_t value) const {
+  return LoadAcquire(slot_->completed) >= value || LoadAcquire(slot_->error_sequence) != 0 ||
+         session_->closed_by_daemon() || !session_->data_plane().Alive();
 }
 
 absl::StatusOr<bool> StreamState::IsComplete(uint64_t value) const {

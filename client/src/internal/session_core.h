@@ -58,6 +58,8 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   // itself.
   std::optional<StagingChunk> TryAcquireStaging(uint64_t size);
   void ReleaseStaging(const StagingChunk& chunk, Event done);
+  // Whether a command of stream `stream_id` still holds a staging chunk.
+  bool HoldsStaging(uint64_t stream_id);
   uint64_t staging_chunk_limit() const { return staging_->size() / 4; }
 
   absl::Status MarkClosed();
@@ -65,12 +67,21 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
  private:
   SessionCore() = default;
 
+  // The command that reads or writes a chunk is (stream, value). The stream
+  // is held weakly, so that the session and its streams hold no cycle: a
+  // stream that goes away first waits for its staged commands
+  // (~StreamState).
   struct StagingEntry {
     uint64_t offset;
     uint64_t size;
-    Event done;
+    std::weak_ptr<StreamState> stream;
+    uint64_t stream_id;
+    uint64_t value;
     bool released;
   };
+  // Its command has finished, or will never run (its stream failed, or is
+  // gone after waiting for it).
+  static bool StagingDone(const StagingEntry& entry);
 
   uint64_t id_ = 0;
   std::vector<uint32_t> cores_;
@@ -108,6 +119,9 @@ class StreamState : public std::enable_shared_from_this<StreamState> {
   uint64_t last_submitted() const;
 
   absl::StatusOr<bool> IsComplete(uint64_t value) const;
+  // Whether the command at `value` has finished or will never run (the
+  // stream or session failed); reports nothing.
+  bool Finished(uint64_t value) const;
   absl::Status WaitFor(uint64_t value) const;
 
  private:
