@@ -3,9 +3,13 @@
 # missing (Debian packages, the Python virtual environment), then builds.
 #
 #   deploy/dev.sh build   install what is missing, configure and build
-#   deploy/dev.sh test    build, then run every test (CTest and pytest)
+#   deploy/dev.sh test    build, then run every test (CTest and pytest), and the C++ tests
+#                         again under AddressSanitizer and UndefinedBehaviorSanitizer
 #   deploy/dev.sh demo    build, train a small MLP and transformer on neuron (embedded daemon)
 #   deploy/dev.sh bench   build, run every benchmark; the last line is one JSON object
+#   deploy/dev.sh sanitize  build the daemon, client and C++ tests with AddressSanitizer and
+#                           UndefinedBehaviorSanitizer (in build-asan/) and run them, then the
+#                           Python suite against the sanitized daemon
 #
 # Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
 # PYTHON (interpreter that creates .venv; default: python3).
@@ -92,6 +96,8 @@ cmd_test() {
     log "running Python tests (pytest)"
     "$VENV/bin/python" -m pytest -q "$ROOT/tests/python"
   fi
+  # The fast slice of `sanitize`: the C++ suites under ASan and UBSan.
+  sanitized_cpp_tests
 }
 
 cmd_demo() {
@@ -116,6 +122,41 @@ cmd_demo() {
   "$neuronctl" ls
 }
 
+# A second build tree of the daemon, libneuronrt and the C++ tests with
+# AddressSanitizer and UndefinedBehaviorSanitizer; the extension module stays
+# unsanitized (Python would need the sanitizer runtime preloaded) and drives
+# the sanitized daemon instead.
+SANITIZE_DIR="$ROOT/build-asan"
+
+sanitized_cpp_tests() {
+  log "building with AddressSanitizer and UndefinedBehaviorSanitizer in $SANITIZE_DIR"
+  cmake -S "$ROOT" -B "$SANITIZE_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DNEURON_SANITIZE=address,undefined -DNEURON_WERROR=ON -DNEURON_BUILD_TESTS=ON \
+    -DNEURON_PYTHON="$VENV/bin/python" >/dev/null
+  cmake --build "$SANITIZE_DIR" --parallel "$(nproc)"
+  log "running the C++ tests under the sanitizers (leaks included)"
+  (cd "$SANITIZE_DIR" && ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --output-on-failure --parallel "$(nproc)" --timeout 600)
+}
+
+cmd_sanitize() {
+  cmd_build
+  sanitized_cpp_tests
+  log "running the Python tests against the sanitized daemon"
+  local reports
+  reports="$(mktemp -d)"
+  # Leaks are not checked here: the daemon is stopped by signal at the end.
+  ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$reports/asan" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan" \
+    NEURON_RTD_BINARY="$SANITIZE_DIR/bin/neuron-rtd" "$VENV/bin/python" -m pytest -q "$ROOT/tests/python"
+  if compgen -G "$reports/*" >/dev/null; then
+    cat "$reports"/* >&2
+    die "the sanitized daemon reported errors (above)"
+  fi
+  log "sanitizers: clean"
+}
+
 cmd_bench() {
   cmd_build
   "$VENV/bin/python" "$ROOT/bench/run.py" --build-dir "$BUILD_DIR"
@@ -126,8 +167,9 @@ case "${1:-}" in
   test) cmd_test ;;
   demo) cmd_demo ;;
   bench) cmd_bench ;;
+  sanitize) cmd_sanitize ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

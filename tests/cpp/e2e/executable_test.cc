@@ -605,6 +605,15 @@ TEST_F(ExecutableTest, AStoppingDaemonFinishesCallsInFlight) {
   header.mutable_header()->set_content_hash(rtd::ContentHash(body));
   header.mutable_header()->set_total_bytes(body.size());
   ASSERT_TRUE(writer->Write(header));
+  // Write() returns once the message is buffered, perhaps before the daemon
+  // has seen the call, and a daemon can only finish the calls it has
+  // received. A call on the same connection answered afterwards means the
+  // daemon has taken in the stream opened before it.
+  {
+    grpc::ClientContext info_context;
+    v1::GetRuntimeInfoResponse info;
+    ASSERT_TRUE(runtime->GetRuntimeInfo(&info_context, v1::GetRuntimeInfoRequest(), &info).ok());
+  }
 
   daemon_->Signal(SIGTERM);
   // The daemon removes its socket as it stops accepting: from then on this
