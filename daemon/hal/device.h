@@ -97,6 +97,16 @@ inline constexpr uint64_t kHbmPageBytes = 64 * 1024;
 // "NotImplementedError", "LinAlgError"; absent for a plain RuntimeError).
 inline constexpr char kOperatorErrorTypePayload[] = "neuron.rtd/operator-error-type";
 
+// What Device::Fill accepts: a 1-, 2-, 4- or 8-byte pattern repeated over a
+// whole number of patterns. The one check, for the ring decoder and the
+// backends.
+absl::Status CheckFill(uint64_t bytes, uint32_t pattern_bytes);
+
+// The element count of a NEURON_RTD_EXEC_BUILTIN_ADD_F32 launch (3
+// addresses, an 8-byte count as scalars; each operand count * 4 bytes).
+absl::StatusOr<uint64_t> BuiltinAddF32Count(std::span<const uint64_t> arguments,
+                                            std::span<const uint8_t> scalars);
+
 std::string_view ArchitectureName(Architecture architecture);
 std::string_view BackendKindName(BackendKind kind);
 

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "absl/strings/cord.h"
+#include "neuron/rtd/nrt_status.h"
 #include "absl/strings/str_format.h"
 #include "spdlog/spdlog.h"
 
@@ -29,21 +30,6 @@ constexpr auto kIdleSpin = std::chrono::microseconds(30);
 void DrainEventFd(int fd) {
   uint64_t value;
   while (::read(fd, &value, sizeof(value)) == sizeof(value)) {
-  }
-}
-
-// The status code for an operand the session may not use.
-int32_t StatusFor(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kNotFound:
-      return NEURON_RTD_STATUS_INVALID;
-    case absl::StatusCode::kOutOfRange:
-      return NEURON_RTD_STATUS_EXEC_OOB;
-    case absl::StatusCode::kResourceExhausted:
-      return NEURON_RTD_STATUS_RESOURCE;
-    default:
-      return NEURON_RTD_STATUS_FAILURE;
   }
 }
 
@@ -371,17 +357,10 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
     return absl::OkStatus();
   };
   if (launch.executable_id == NEURON_RTD_EXEC_BUILTIN_ADD_F32) {
-    if (launch.arguments.size() != 3 || launch.scalars.size() != sizeof(uint64_t)) {
-      return absl::InvalidArgumentError(
-          "builtin add_f32 takes 3 arguments and an 8-byte element count");
-    }
-    uint64_t count;
-    std::memcpy(&count, launch.scalars.data(), sizeof(count));
-    if (count > UINT64_MAX / sizeof(float)) {
-      return absl::InvalidArgumentError("element count overflows");
-    }
+    absl::StatusOr<uint64_t> count = hal::BuiltinAddF32Count(launch.arguments, launch.scalars);
+    if (!count.ok()) return count.status();
     for (uint64_t address : launch.arguments) {
-      if (absl::Status status = check(address, count * sizeof(float)); !status.ok()) return status;
+      if (absl::Status status = check(address, *count * sizeof(float)); !status.ok()) return status;
     }
     return device_.RunBuiltin(launch.executable_id, launch.arguments, launch.scalars);
   }
@@ -501,7 +480,7 @@ void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedR
     // raises at its call and leaves the context usable).
     context.OnStreamError(StreamError{.stream_id = stream.id(),
                                       .sequence = record.header.sequence,
-                                      .nrt_status = StatusFor(status),
+                                      .nrt_status = rtd::NrtStatusFor(status.code()),
                                       .opcode = record.header.opcode,
                                       .op_name = record.op_name,
                                       .message = std::string(status.message()),
@@ -512,8 +491,8 @@ void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedR
     context.OnCommandDone(stream, /*failed=*/true);
     return;
   }
-  FailStream(stream, &context, record.header.sequence, StatusFor(status), record.header.opcode,
-             record.op_name, std::string(status.message()));
+  FailStream(stream, &context, record.header.sequence, rtd::NrtStatusFor(status.code()),
+             record.header.opcode, record.op_name, std::string(status.message()));
 }
 
 void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "daemon/hal/device.h"
 
 namespace neuron::rtd::queue {
 namespace {
@@ -179,14 +180,8 @@ absl::StatusOr<DecodedRecord> DecodeRecord(std::span<const uint8_t> bytes,
     case NEURON_RTD_OP_FILL: {
       const auto fill = Load<neuron_rtd_fill_payload>(payload, 0);
       if (fill.reserved0 != 0) return Invalid(header, "fill.reserved0 is not 0");
-      if (fill.pattern_bytes != 1 && fill.pattern_bytes != 2 && fill.pattern_bytes != 4 &&
-          fill.pattern_bytes != 8) {
-        return Invalid(header, absl::StrFormat("fill pattern width %d is not 1, 2, 4 or 8",
-                                               fill.pattern_bytes));
-      }
-      if (fill.bytes % fill.pattern_bytes != 0) {
-        return Invalid(header, absl::StrFormat("fill of %d bytes is not a multiple of %d",
-                                               fill.bytes, fill.pattern_bytes));
+      if (absl::Status valid = hal::CheckFill(fill.bytes, fill.pattern_bytes); !valid.ok()) {
+        return Invalid(header, std::string(valid.message()));
       }
       record.command = fill;
       return record;

@@ -1,10 +1,21 @@
 #include "daemon/server/runtime_service.h"
 
+#include "neuron/rtd/abi/data_plane.h"
+
 #include "absl/strings/str_format.h"
 #include "daemon/server/device_proto.h"
 #include "daemon/server/grpc_status.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
+
+static_assert(int{NEURON_RTD_REGION_COMPLETION_PAGE} ==
+                      int{neuron::rtd::v1::SHARED_REGION_KIND_COMPLETION_PAGE} &&
+                  int{NEURON_RTD_REGION_COMMAND_RING} ==
+                      int{neuron::rtd::v1::SHARED_REGION_KIND_COMMAND_RING} &&
+                  int{NEURON_RTD_REGION_STAGING} == int{neuron::rtd::v1::SHARED_REGION_KIND_STAGING} &&
+                  int{NEURON_RTD_REGION_HOST_MEMORY} ==
+                      int{neuron::rtd::v1::SHARED_REGION_KIND_HOST_MEMORY},
+              "the data-plane ABI's region kinds must be SharedRegionKind's values");
 
 namespace neuron::rtd {
 namespace {

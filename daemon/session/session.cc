@@ -223,7 +223,7 @@ absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_
     slot_states_[slot] = SlotState::kFree;
   };
   absl::StatusOr<std::unique_ptr<SharedRegion>> ring =
-      SharedRegion::Create(stream_id, 2 /* SHARED_REGION_KIND_COMMAND_RING */,
+      SharedRegion::Create(stream_id, NEURON_RTD_REGION_COMMAND_RING,
                            queue::kRingHeaderBytes + capacity,
                            absl::StrFormat("neuron-rtd-ring-%d-%d", id_, stream_id));
   if (!ring.ok()) {
@@ -299,7 +299,7 @@ absl::StatusOr<std::shared_ptr<SharedRegion>> Session::RegisterHostMemory(uint64
     id = next_id_++;
   }
   absl::StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Create(
-      id, 4 /* SHARED_REGION_KIND_HOST_MEMORY */, size,
+      id, NEURON_RTD_REGION_HOST_MEMORY, size,
       absl::StrFormat("neuron-rtd-pinned-%d-%d", id_, id));
   absl::Status sent = region.ok() ? SendRegion(**region, -1) : region.status();
   absl::MutexLock lock(&mutex_);

@@ -1,13 +1,13 @@
 #include "daemon/session/session_manager.h"
 
-#include "absl/cleanup/cleanup.h"
-
 #include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
+#include "neuron/rtd/abi/data_plane.h"
 
 namespace neuron::rtd::session {
 namespace {
@@ -108,12 +108,12 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
   };
   const uint32_t slots = config_.limits.max_streams;
   absl::StatusOr<std::unique_ptr<SharedRegion>> page =
-      SharedRegion::Create(1, 1 /* SHARED_REGION_KIND_COMPLETION_PAGE */,
+      SharedRegion::Create(1, NEURON_RTD_REGION_COMPLETION_PAGE,
                            CompletionPageBytes(slots),
                            absl::StrFormat("neuron-rtd-completion-%d", id));
   if (!page.ok()) return page.status();
   absl::StatusOr<std::unique_ptr<SharedRegion>> staging =
-      SharedRegion::Create(2, 3 /* SHARED_REGION_KIND_STAGING */, config_.limits.staging_bytes,
+      SharedRegion::Create(2, NEURON_RTD_REGION_STAGING, config_.limits.staging_bytes,
                            absl::StrFormat("neuron-rtd-staging-%d", id));
   if (!staging.ok()) return staging.status();
   auto session = std::make_shared<Session>(id, peer, std::move(client_name), std::move(cores),

@@ -6,7 +6,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -74,7 +76,11 @@ bool DataPlaneConnection::Alive() const {
 
 absl::Status DataPlaneConnection::ReadOne(absl::Duration timeout) {
   pollfd entry{.fd = fd_, .events = POLLIN, .revents = 0};
-  const int ready = ::poll(&entry, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+  // A deadline already past is a zero wait: poll takes a negative timeout
+  // as "forever".
+  const int64_t milliseconds =
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, std::numeric_limits<int>::max());
+  const int ready = ::poll(&entry, 1, static_cast<int>(milliseconds));
   if (ready == 0) return absl::DeadlineExceededError("the daemon sent no region in time");
   if (ready < 0) return absl::ErrnoToStatus(errno, "poll on the data plane");
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/time/time.h"
@@ -16,7 +17,8 @@ namespace neuronrt::internal {
 // Sleeps while *word == expected, at most `timeout` (shared, not private:
 // the word lives in a mapping the daemon shares).
 inline void FutexWait(uint32_t* word, uint32_t expected, absl::Duration timeout) {
-  const timespec relative = absl::ToTimespec(timeout);
+  // FUTEX_WAIT refuses a negative timeout (EINVAL) and would spin its caller.
+  const timespec relative = absl::ToTimespec(std::max(timeout, absl::ZeroDuration()));
   ::syscall(SYS_futex, word, FUTEX_WAIT, expected, &relative, nullptr, 0);
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_format.h"
+#include "neuron/rtd/nrt_status.h"
 #include "src/internal/futex.h"
 #include "src/internal/proto_convert.h"
 
@@ -32,24 +33,6 @@ inline void CpuRelax() {
 #endif
 }
 
-absl::StatusCode CodeFor(int32_t nrt_status) {
-  switch (nrt_status) {
-    case NEURON_RTD_STATUS_INVALID:
-    case NEURON_RTD_STATUS_INVALID_HANDLE:
-    case NEURON_RTD_STATUS_EXEC_BAD_INPUT:
-      return absl::StatusCode::kInvalidArgument;
-    case NEURON_RTD_STATUS_RESOURCE:
-      return absl::StatusCode::kResourceExhausted;
-    case NEURON_RTD_STATUS_EXEC_OOB:
-      return absl::StatusCode::kOutOfRange;
-    case NEURON_RTD_STATUS_TIMEOUT:
-      return absl::StatusCode::kDeadlineExceeded;
-    case NEURON_RTD_STATUS_CLOSED:
-      return absl::StatusCode::kAborted;
-    default:
-      return absl::StatusCode::kInternal;
-  }
-}
 
 template <typename T>
 T LoadAcquire(T& field) {
@@ -154,14 +137,14 @@ absl::Status SessionCore::CommandError(uint64_t stream_id, uint64_t sequence,
   absl::Status status;
   for (const v1::ErrorDetail& error : errors.errors()) {
     if (error.sequence() != sequence || !error.sticky()) continue;
-    status = absl::Status(CodeFor(error.nrt_status()),
+    status = absl::Status(neuron::rtd::StatusCodeFor(error.nrt_status()),
                           absl::StrFormat("stream %d: command %d (%s) failed: %s", stream_id,
                                           sequence, CommandName(error), error.message()));
     break;
   }
   if (status.ok()) {
     status = absl::Status(
-        CodeFor(nrt_status),
+        neuron::rtd::StatusCodeFor(nrt_status),
         absl::StrFormat("stream %d: command %d failed with status %d%s", stream_id, sequence,
                         nrt_status, errors.errors().empty() ? " (its details are unavailable)" : ""));
   }
@@ -338,7 +321,7 @@ absl::Status StreamState::TakeOperatorError(uint64_t value) const {
   // here are usually its consequences, and are reported with it.
   reported_through_ = std::max(reported_through_, value);
   absl::Status status(
-      CodeFor(first->nrt_status()),
+      neuron::rtd::StatusCodeFor(first->nrt_status()),
       absl::StrFormat("stream %d: command %d (%s) failed: %s%s", id_, first->sequence(),
                       CommandName(*first), first->message(),
                       more == 0 ? std::string()

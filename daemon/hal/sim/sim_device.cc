@@ -41,14 +41,7 @@ absl::Status SimDevice::CopyDeviceToDevice(uint64_t device_address, Device& sour
 
 absl::Status SimDevice::Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
                              uint32_t pattern_bytes) {
-  if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("fill pattern width %d is not 1, 2, 4 or 8", pattern_bytes));
-  }
-  if (bytes % pattern_bytes != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "fill of %d bytes is not a multiple of its %d-byte pattern", bytes, pattern_bytes));
-  }
+  if (absl::Status valid = CheckFill(bytes, pattern_bytes); !valid.ok()) return valid;
   absl::StatusOr<void*> destination = arena_->HostPointer(device_address, bytes);
   if (!destination.ok()) return destination.status();
   auto* out = static_cast<unsigned char*>(*destination);

@@ -130,7 +130,7 @@ TEST(RecordDecoderTest, FillAndLaunchAndMarkerFieldsAreChecked) {
               HasSubstr("pattern width 3"));
   fill.pattern_bytes = 2;
   EXPECT_THAT(Decode(Record(NEURON_RTD_OP_FILL, &fill, sizeof(fill))).message(),
-              HasSubstr("not a multiple of 2"));
+              HasSubstr("not a multiple of its 2-byte pattern"));
 
   neuron_rtd_launch_payload launch{.executable_id = 1, .arg_count = 1000, .scalar_bytes = 0};
   EXPECT_THAT(Decode(Record(NEURON_RTD_OP_LAUNCH, &launch, sizeof(launch))).message(),

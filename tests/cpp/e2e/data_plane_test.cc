@@ -564,6 +564,14 @@ TEST_F(DataPlaneTest, AStreamWhoseFramingIsLostIsNoLongerPolled) {
   EXPECT_FALSE(*healthy_failed);
 }
 
+// A deadline already past once made poll() wait forever.
+TEST_F(DataPlaneTest, AnExpiredDeadlineDoesNotBlock) {
+  auto raw = testing::RawSession::Open(address());
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_EQ((*raw)->WaitForRegion(424242, -absl::Seconds(1)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
 TEST_F(DataPlaneTest, WrongAttachTokenIsRefused) {
   auto raw = testing::RawSession::Open(address());
   ASSERT_TRUE(raw.ok());
@@ -793,7 +801,7 @@ TEST_F(DataPlaneTest, OneUserCannotTakeEverySessionSlot) {
   EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(third.status().message(), HasSubstr("max_sessions_per_user"));
   // Closing a session (CloseSession returns once it has ended) frees its slot.
-  first.reset();
+  ASSERT_TRUE(first->Close().ok());
   auto again = neuronrt::Session::Open({.client = {.address = address()}});
   EXPECT_TRUE(again.ok()) << again.status();
 }

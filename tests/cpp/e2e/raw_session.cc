@@ -137,4 +137,8 @@ std::vector<uint8_t> MakeRecord(uint16_t opcode, std::span<const uint8_t> payloa
   return bytes;
 }
 
+absl::Status RawSession::WaitForRegion(uint64_t region_id, absl::Duration timeout) {
+  return data_plane_->Receive(region_id, /*kind=*/2, timeout).status();
+}
+
 }  // namespace neuron::testing

@@ -55,6 +55,8 @@ class RawSession {
   // Allocates a segment; returns its device address.
   absl::StatusOr<uint64_t> Allocate(uint32_t core, uint64_t bytes);
   std::vector<rtd::v1::ErrorDetail> Errors(uint64_t stream_id);
+  // Waits for a region the daemon never sends, as libneuronrt would.
+  absl::Status WaitForRegion(uint64_t region_id, absl::Duration timeout);
 
  private:
   uint64_t id_ = 0;

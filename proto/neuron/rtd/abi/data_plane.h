@@ -20,6 +20,15 @@
 #define NEURON_RTD_REGION_MAGIC 0x4d52524eu
 #define NEURON_RTD_ATTACH_TOKEN_BYTES 32u
 
+/* Kinds of shared region: the values of neuron.rtd.v1.SharedRegionKind
+ * (daemon/server/runtime_service.cc checks that they agree). */
+enum neuron_rtd_region_kind {
+  NEURON_RTD_REGION_COMPLETION_PAGE = 1,
+  NEURON_RTD_REGION_COMMAND_RING = 2,
+  NEURON_RTD_REGION_STAGING = 3,
+  NEURON_RTD_REGION_HOST_MEMORY = 4
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif
