@@ -8,7 +8,7 @@
 
 namespace neuron::rtd::queue {
 
-uint64_t InitializeRing(session::SharedRegion& ring, uint64_t stream_id) {
+uint64_t InitializeRing(memory::SharedRegion& ring, uint64_t stream_id) {
   auto* header = reinterpret_cast<neuron_rtd_ring_header*>(ring.data());
   *header = neuron_rtd_ring_header{};
   header->magic = NEURON_RTD_RING_MAGIC;
@@ -21,7 +21,7 @@ uint64_t InitializeRing(session::SharedRegion& ring, uint64_t stream_id) {
 }
 
 Stream::Stream(uint64_t id, uint64_t session_id, uint32_t core,
-               std::unique_ptr<session::SharedRegion> ring, int doorbell_fd,
+               std::unique_ptr<memory::SharedRegion> ring, int doorbell_fd,
                neuron_rtd_completion_slot* slot, std::shared_ptr<void> slot_keep_alive,
                std::weak_ptr<ExecutionContext> context)
     : id_(id),

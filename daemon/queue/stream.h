@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "daemon/queue/execution_context.h"
-#include "daemon/session/shared_region.h"
+#include "daemon/memory/shared_region.h"
 #include "neuron/rtd/abi/command_ring.h"
 
 namespace neuron::rtd::queue {
@@ -21,7 +21,7 @@ namespace neuron::rtd::queue {
 class Stream {
  public:
   Stream(uint64_t id, uint64_t session_id, uint32_t core,
-         std::unique_ptr<session::SharedRegion> ring, int doorbell_fd,
+         std::unique_ptr<memory::SharedRegion> ring, int doorbell_fd,
          neuron_rtd_completion_slot* slot, std::shared_ptr<void> slot_keep_alive,
          std::weak_ptr<ExecutionContext> context);
   Stream(const Stream&) = delete;
@@ -31,7 +31,7 @@ class Stream {
   uint64_t id() const { return id_; }
   uint64_t session_id() const { return session_id_; }
   uint32_t core() const { return core_; }
-  const session::SharedRegion& ring() const { return *ring_; }
+  const memory::SharedRegion& ring() const { return *ring_; }
   int doorbell_fd() const { return doorbell_fd_; }
   std::shared_ptr<ExecutionContext> context() const { return context_.lock(); }
 
@@ -71,7 +71,7 @@ class Stream {
   const uint64_t id_;
   const uint64_t session_id_;
   const uint32_t core_;
-  const std::unique_ptr<session::SharedRegion> ring_;
+  const std::unique_ptr<memory::SharedRegion> ring_;
   neuron_rtd_ring_header* const header_;
   const int doorbell_fd_;
   neuron_rtd_completion_slot* const slot_;
@@ -87,7 +87,7 @@ class Stream {
 
 // Initialises a ring region's header for a stream; returns the record area's
 // capacity. The region must be NEURON_RTD_RING_HEADER_BYTES plus a power of two.
-uint64_t InitializeRing(session::SharedRegion& ring, uint64_t stream_id);
+uint64_t InitializeRing(memory::SharedRegion& ring, uint64_t stream_id);
 
 inline constexpr uint64_t kRingHeaderBytes = sizeof(neuron_rtd_ring_header);
 

@@ -156,7 +156,7 @@ grpc::Status RuntimeService::RegisterHostMemory(grpc::ServerContext* context,
                                                 v1::RegisterHostMemoryResponse* response) {
   auto session = CallerSession(context, request->session_id());
   if (!session.ok()) return ToGrpc(session.status());
-  absl::StatusOr<std::shared_ptr<session::SharedRegion>> region =
+  absl::StatusOr<std::shared_ptr<memory::SharedRegion>> region =
       (*session)->RegisterHostMemory(request->size_bytes());
   if (!region.ok()) return ToGrpc(region.status());
   response->set_host_memory_id((*region)->id());

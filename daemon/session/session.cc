@@ -22,11 +22,11 @@ namespace {
 // each stream is kept, so this only caps a client that churns streams.
 constexpr size_t kMaxRecordedErrors = 1024;
 
-neuron_rtd_completion_page_header* PageHeader(const SharedRegion& page) {
+neuron_rtd_completion_page_header* PageHeader(const memory::SharedRegion& page) {
   return reinterpret_cast<neuron_rtd_completion_page_header*>(page.data());
 }
 
-neuron_rtd_completion_slot* Slot(const SharedRegion& page, uint32_t index) {
+neuron_rtd_completion_slot* Slot(const memory::SharedRegion& page, uint32_t index) {
   return reinterpret_cast<neuron_rtd_completion_slot*>(
       page.data() + sizeof(neuron_rtd_completion_page_header) +
       index * sizeof(neuron_rtd_completion_slot));
@@ -42,8 +42,8 @@ uint64_t CompletionPageBytes(uint32_t slots) {
 
 Session::Session(uint64_t id, const PeerCredentials& owner, std::string client_name,
                  std::vector<uint32_t> cores, const SessionLimits& limits,
-                 std::unique_ptr<SharedRegion> completion_page,
-                 std::unique_ptr<SharedRegion> staging, queue::Scheduler& scheduler,
+                 std::unique_ptr<memory::SharedRegion> completion_page,
+                 std::unique_ptr<memory::SharedRegion> staging, queue::Scheduler& scheduler,
                  memory::MemoryManager& memory)
     : id_(id),
       owner_(owner),
@@ -109,7 +109,7 @@ bool Session::attached() const {
   return data_fd_ >= 0;
 }
 
-absl::Status Session::SendRegion(const SharedRegion& region, int extra_fd) {
+absl::Status Session::SendRegion(const memory::SharedRegion& region, int extra_fd) {
   neuron_rtd_region_message message{.magic = NEURON_RTD_REGION_MAGIC,
                                     .kind = region.kind(),
                                     .region_id = region.id(),
@@ -222,8 +222,8 @@ absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_
     absl::MutexLock lock(&mutex_);
     slot_states_[slot] = SlotState::kFree;
   };
-  absl::StatusOr<std::unique_ptr<SharedRegion>> ring =
-      SharedRegion::Create(stream_id, NEURON_RTD_REGION_COMMAND_RING,
+  absl::StatusOr<std::unique_ptr<memory::SharedRegion>> ring =
+      memory::SharedRegion::Create(stream_id, NEURON_RTD_REGION_COMMAND_RING,
                            queue::kRingHeaderBytes + capacity,
                            absl::StrFormat("neuron-rtd-ring-%d-%d", id_, stream_id));
   if (!ring.ok()) {
@@ -285,7 +285,7 @@ absl::Status Session::DestroyStream(uint64_t stream_id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<SharedRegion>> Session::RegisterHostMemory(uint64_t size) {
+absl::StatusOr<std::shared_ptr<memory::SharedRegion>> Session::RegisterHostMemory(uint64_t size) {
   if (absl::Status status = CheckOpen(); !status.ok()) return status;
   uint64_t id;
   {
@@ -298,7 +298,7 @@ absl::StatusOr<std::shared_ptr<SharedRegion>> Session::RegisterHostMemory(uint64
     host_memory_bytes_ += size;
     id = next_id_++;
   }
-  absl::StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Create(
+  absl::StatusOr<std::unique_ptr<memory::SharedRegion>> region = memory::SharedRegion::Create(
       id, NEURON_RTD_REGION_HOST_MEMORY, size,
       absl::StrFormat("neuron-rtd-pinned-%d-%d", id_, id));
   absl::Status sent = region.ok() ? SendRegion(**region, -1) : region.status();
@@ -308,7 +308,7 @@ absl::StatusOr<std::shared_ptr<SharedRegion>> Session::RegisterHostMemory(uint64
     if (!closed()) host_memory_bytes_ -= size;
     return sent.ok() ? CheckOpen() : sent;
   }
-  std::shared_ptr<SharedRegion> shared = *std::move(region);
+  std::shared_ptr<memory::SharedRegion> shared = *std::move(region);
   host_memory_.emplace(id, shared);
   return shared;
 }
@@ -342,7 +342,7 @@ void Session::Close(int32_t nrt_status, const std::string& reason) {
       .store(NEURON_RTD_SESSION_CLOSED, std::memory_order_release);
 
   std::map<uint64_t, std::shared_ptr<queue::Stream>> streams;
-  std::map<uint64_t, std::shared_ptr<SharedRegion>> host_memory;
+  std::map<uint64_t, std::shared_ptr<memory::SharedRegion>> host_memory;
   int data_fd;
   {
     absl::MutexLock lock(&mutex_);
@@ -389,7 +389,7 @@ absl::StatusOr<queue::HostSpan> Session::ResolveStaging(uint64_t offset, uint64_
 
 absl::StatusOr<queue::HostSpan> Session::ResolveHostMemory(uint64_t host_memory_id,
                                                            uint64_t offset, uint64_t length) {
-  std::shared_ptr<SharedRegion> region;
+  std::shared_ptr<memory::SharedRegion> region;
   {
     absl::MutexLock lock(&mutex_);
     auto it = host_memory_.find(host_memory_id);

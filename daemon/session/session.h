@@ -21,7 +21,7 @@
 #include "daemon/queue/execution_context.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/queue/stream.h"
-#include "daemon/session/shared_region.h"
+#include "daemon/memory/shared_region.h"
 
 namespace neuron::rtd::session {
 
@@ -56,7 +56,7 @@ class Session final : public queue::ExecutionContext,
  public:
   Session(uint64_t id, const PeerCredentials& owner, std::string client_name,
           std::vector<uint32_t> cores, const SessionLimits& limits,
-          std::unique_ptr<SharedRegion> completion_page, std::unique_ptr<SharedRegion> staging,
+          std::unique_ptr<memory::SharedRegion> completion_page, std::unique_ptr<memory::SharedRegion> staging,
           queue::Scheduler& scheduler, memory::MemoryManager& memory);
   ~Session() override;
 
@@ -66,8 +66,8 @@ class Session final : public queue::ExecutionContext,
   const std::vector<uint32_t>& cores() const { return cores_; }
   const SessionLimits& limits() const { return limits_; }
   absl::Time opened_at() const { return opened_at_; }
-  const SharedRegion& completion_page() const { return *completion_page_; }
-  const SharedRegion& staging() const { return *staging_; }
+  const memory::SharedRegion& completion_page() const { return *completion_page_; }
+  const memory::SharedRegion& staging() const { return *staging_; }
   SessionStats stats() const;
 
   // Binds the client's data-plane connection (the session takes `fd`) and
@@ -82,7 +82,7 @@ class Session final : public queue::ExecutionContext,
   absl::StatusOr<StreamRegion> CreateStream(uint32_t core, uint64_t ring_bytes);
   // Commands already submitted still run; the stream goes once they have.
   absl::Status DestroyStream(uint64_t stream_id);
-  absl::StatusOr<std::shared_ptr<SharedRegion>> RegisterHostMemory(uint64_t size);
+  absl::StatusOr<std::shared_ptr<memory::SharedRegion>> RegisterHostMemory(uint64_t size);
   absl::Status UnregisterHostMemory(uint64_t host_memory_id);
   std::vector<queue::StreamError> StreamErrors(uint64_t stream_id) const;
 
@@ -104,7 +104,7 @@ class Session final : public queue::ExecutionContext,
  private:
   absl::Status CheckOpen() const;
   absl::Status CheckCore(uint32_t core) const;
-  absl::Status SendRegion(const SharedRegion& region, int extra_fd);
+  absl::Status SendRegion(const memory::SharedRegion& region, int extra_fd);
 
   const uint64_t id_;
   const PeerCredentials owner_;
@@ -112,8 +112,8 @@ class Session final : public queue::ExecutionContext,
   const std::vector<uint32_t> cores_;
   const SessionLimits limits_;
   const absl::Time opened_at_;
-  const std::shared_ptr<SharedRegion> completion_page_;
-  const std::shared_ptr<SharedRegion> staging_;
+  const std::shared_ptr<memory::SharedRegion> completion_page_;
+  const std::shared_ptr<memory::SharedRegion> staging_;
   queue::Scheduler& scheduler_;
   memory::MemoryManager& memory_;
 
@@ -133,7 +133,7 @@ class Session final : public queue::ExecutionContext,
   enum class SlotState : uint8_t { kFree, kReserved, kAssigned };
   std::vector<SlotState> slot_states_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::weak_ptr<queue::Stream>> slot_owners_ ABSL_GUARDED_BY(mutex_);
-  std::map<uint64_t, std::shared_ptr<SharedRegion>> host_memory_ ABSL_GUARDED_BY(mutex_);
+  std::map<uint64_t, std::shared_ptr<memory::SharedRegion>> host_memory_ ABSL_GUARDED_BY(mutex_);
   uint64_t host_memory_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   // HBM admitted against the quota and not yet in segments_.
   uint64_t hbm_reserved_ ABSL_GUARDED_BY(mutex_) = 0;

@@ -107,13 +107,13 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
     if (--opening_by_user_[uid] == 0) opening_by_user_.erase(uid);
   };
   const uint32_t slots = config_.limits.max_streams;
-  absl::StatusOr<std::unique_ptr<SharedRegion>> page =
-      SharedRegion::Create(1, NEURON_RTD_REGION_COMPLETION_PAGE,
+  absl::StatusOr<std::unique_ptr<memory::SharedRegion>> page =
+      memory::SharedRegion::Create(1, NEURON_RTD_REGION_COMPLETION_PAGE,
                            CompletionPageBytes(slots),
                            absl::StrFormat("neuron-rtd-completion-%d", id));
   if (!page.ok()) return page.status();
-  absl::StatusOr<std::unique_ptr<SharedRegion>> staging =
-      SharedRegion::Create(2, NEURON_RTD_REGION_STAGING, config_.limits.staging_bytes,
+  absl::StatusOr<std::unique_ptr<memory::SharedRegion>> staging =
+      memory::SharedRegion::Create(2, NEURON_RTD_REGION_STAGING, config_.limits.staging_bytes,
                            absl::StrFormat("neuron-rtd-staging-%d", id));
   if (!staging.ok()) return staging.status();
   auto session = std::make_shared<Session>(id, peer, std::move(client_name), std::move(cores),

@@ -1,8 +1,8 @@
 // Shared memory that the daemon creates for a session and passes to its
 // client: a memfd sealed against resizing (so the client cannot make the
 // daemon fault by shrinking it), mapped read-write in the daemon.
-#ifndef NEURON_RTD_DAEMON_SESSION_SHARED_REGION_H_
-#define NEURON_RTD_DAEMON_SESSION_SHARED_REGION_H_
+#ifndef NEURON_RTD_DAEMON_MEMORY_SHARED_REGION_H_
+#define NEURON_RTD_DAEMON_MEMORY_SHARED_REGION_H_
 
 #include <cstdint>
 #include <memory>
@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace neuron::rtd::session {
+namespace neuron::rtd::memory {
 
 // Lifetime: the mapping and the descriptor live as long as the object; the
 // client's copy of the descriptor is independent.
@@ -48,6 +48,6 @@ class SharedRegion {
   void* const data_;
 };
 
-}  // namespace neuron::rtd::session
+}  // namespace neuron::rtd::memory
 
-#endif  // NEURON_RTD_DAEMON_SESSION_SHARED_REGION_H_
+#endif  // NEURON_RTD_DAEMON_MEMORY_SHARED_REGION_H_

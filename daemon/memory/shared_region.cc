@@ -1,4 +1,4 @@
-#include "daemon/session/shared_region.h"
+#include "daemon/memory/shared_region.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace neuron::rtd::session {
+namespace neuron::rtd::memory {
 
 absl::StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Create(uint64_t id, uint32_t kind,
                                                                    uint64_t size,
@@ -44,4 +44,4 @@ char* SharedRegion::Slice(uint64_t offset, uint64_t length) const {
   return data() + offset;
 }
 
-}  // namespace neuron::rtd::session
+}  // namespace neuron::rtd::memory

@@ -1,0 +1,22 @@
+#include "daemon/hal/backend_factory.h"
+
+#include "absl/strings/str_format.h"
+#include "daemon/hal/sim/sim_backend.h"
+
+namespace neuron::rtd::hal {
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options,
+                                                       OsSysCalls& sys_calls) {
+  if (options.kind == "sim") {
+    absl::StatusOr<std::unique_ptr<sim::SimBackend>> backend = sim::CreateSimBackend(
+        sim::SimOptions{.preset = options.sim_preset,
+                        .logical_nc_config = options.logical_nc_config},
+        sys_calls);
+    if (!backend.ok()) return backend.status();
+    return std::unique_ptr<Backend>(*std::move(backend));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("device backend \"%s\" is not known; this build has \"sim\"", options.kind));
+}
+
+}  // namespace neuron::rtd::hal

@@ -1,0 +1,32 @@
+// Creates the device backend the configuration names ([device] backend):
+// the one place that knows every backend, so that nothing else in the daemon
+// depends on which one runs.
+#ifndef NEURON_RTD_DAEMON_HAL_BACKEND_FACTORY_H_
+#define NEURON_RTD_DAEMON_HAL_BACKEND_FACTORY_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/hal/device.h"
+
+namespace neuron::rtd::hal {
+
+struct BackendOptions {
+  // "sim" (the simulated Trainium); "nrt" (libnrt) is not built yet.
+  std::string kind = "sim";
+  // Physical NeuronCores per logical core; 0 takes the platform's default.
+  uint32_t logical_nc_config = 0;
+  // The sim's topology preset.
+  std::string sim_preset;
+};
+
+// INVALID_ARGUMENT naming the known kinds for an unknown one; the backend's
+// own errors otherwise.
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options,
+                                                       OsSysCalls& sys_calls);
+
+}  // namespace neuron::rtd::hal
+
+#endif  // NEURON_RTD_DAEMON_HAL_BACKEND_FACTORY_H_
