@@ -1,0 +1,182 @@
+// The HAL conformance suite: what every device backend must do, written
+// against daemon/hal/device.h alone and instantiated for each backend (as
+// IREE's CTS is for its drivers). A new backend adds itself to kBackends.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/hal/backend_factory.h"
+#include "daemon/hal/device.h"
+#include "neuron/rtd/abi/command_ring.h"
+
+namespace neuron::rtd::hal {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct BackendCase {
+  std::string name;
+  BackendOptions options;
+};
+
+const BackendCase kBackends[] = {
+    {"sim_dev", BackendOptions{.kind = "sim", .logical_nc_config = 0, .sim_preset = "dev"}},
+    {"sim_trn2_3xlarge",
+     BackendOptions{.kind = "sim", .logical_nc_config = 0, .sim_preset = "trn2.3xlarge"}},
+};
+
+constexpr int32_t kFloat32 = 6;  // c10::ScalarType::Float
+
+TensorLayout Layout(std::vector<int64_t> sizes, std::vector<int64_t> strides, uint32_t address) {
+  return TensorLayout{.dtype = kFloat32,
+                      .sizes = std::move(sizes),
+                      .strides = std::move(strides),
+                      .address_index = address};
+}
+
+class HalConformanceTest : public ::testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Backend>> backend =
+        CreateBackend(GetParam().options, DefaultOsSysCalls());
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    ASSERT_FALSE(backend_->devices().empty());
+    device_ = backend_->devices()[0];
+    range_ = DeviceRange{.address = device_->hbm().address, .size = 4 * kHbmPageBytes};
+    ASSERT_TRUE(device_->Acquire(range_).ok());
+  }
+  void TearDown() override {
+    if (device_ != nullptr) {
+      EXPECT_TRUE(device_->Release(range_).ok());
+    }
+  }
+
+  uint64_t At(uint64_t float_offset) const { return range_.address + float_offset * 4; }
+
+  void Upload(uint64_t float_offset, const std::vector<float>& values) {
+    ASSERT_TRUE(device_->CopyHostToDevice(At(float_offset), values.data(), values.size() * 4).ok());
+  }
+  std::vector<float> Download(uint64_t float_offset, size_t count) {
+    std::vector<float> values(count);
+    EXPECT_TRUE(device_->CopyDeviceToHost(values.data(), At(float_offset), count * 4).ok());
+    return values;
+  }
+
+  std::unique_ptr<Backend> backend_;
+  Device* device_ = nullptr;
+  DeviceRange range_;
+};
+
+TEST_P(HalConformanceTest, DevicesAreNumberedAndTheirHbmIsPageAligned) {
+  uint32_t first_core = 0;
+  for (size_t i = 0; i < backend_->devices().size(); ++i) {
+    const DeviceInfo& info = backend_->devices()[i]->info();
+    EXPECT_EQ(info.index, i);
+    EXPECT_EQ(info.first_core_index, first_core);
+    EXPECT_GT(info.logical_cores(), 0u);
+    first_core += info.logical_cores();
+    const DeviceRange hbm = backend_->devices()[i]->hbm();
+    EXPECT_EQ(hbm.address % kHbmPageBytes, 0u);
+    EXPECT_EQ(hbm.size, info.hbm_total_bytes);
+  }
+  EXPECT_EQ(backend_->total_logical_cores(), first_core);
+}
+
+TEST_P(HalConformanceTest, CopiesRoundTripAndDeviceToDeviceMayOverlap) {
+  Upload(0, {1, 2, 3, 4});
+  EXPECT_EQ(Download(0, 4), (std::vector<float>{1, 2, 3, 4}));
+  ASSERT_TRUE(device_->CopyDeviceToDevice(At(1), *device_, At(0), 3 * 4).ok());
+  EXPECT_EQ(Download(0, 4), (std::vector<float>{1, 1, 2, 3}));
+  EXPECT_TRUE(device_->CopyHostToDevice(At(0), nullptr, 0).ok());
+}
+
+TEST_P(HalConformanceTest, FillRepeatsEveryPatternWidthAndRefusesOthers) {
+  for (uint32_t width : {1u, 2u, 4u, 8u}) {
+    ASSERT_TRUE(device_->Fill(At(0), 16, 0x0102030405060708ull, width).ok()) << width;
+    std::vector<uint8_t> bytes(16);
+    ASSERT_TRUE(device_->CopyDeviceToHost(bytes.data(), At(0), 16).ok());
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      EXPECT_EQ(bytes[i], static_cast<uint8_t>(0x0102030405060708ull >> (8 * (i % width))))
+          << "width " << width << " byte " << i;
+    }
+  }
+  EXPECT_THAT(device_->Fill(At(0), 16, 0, 3).message(), HasSubstr("not 1, 2, 4 or 8"));
+  EXPECT_THAT(device_->Fill(At(0), 6, 0, 4).message(), HasSubstr("not a multiple"));
+}
+
+TEST_P(HalConformanceTest, BuiltinAddRuns) {
+  Upload(0, {1, 2});
+  Upload(16, {10, 20});
+  const uint64_t count = 2;
+  const uint64_t arguments[] = {At(0), At(16), At(32)};
+  ASSERT_TRUE(device_
+                  ->RunBuiltin(NEURON_RTD_EXEC_BUILTIN_ADD_F32, arguments,
+                               {reinterpret_cast<const uint8_t*>(&count), sizeof(count)})
+                  .ok());
+  EXPECT_EQ(Download(32, 2), (std::vector<float>{11, 22}));
+  EXPECT_FALSE(device_->RunBuiltin(NEURON_RTD_EXEC_BUILTIN_ADD_F32, arguments, {}).ok());
+}
+
+TEST_P(HalConformanceTest, PreparedExecutablesDispatchWithTheirBindings) {
+  ExecutableSpec spec;
+  spec.eager_op.name = "aten::mm";
+  spec.eager_op.arguments = {Layout({2, 2}, {2, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
+  spec.eager_op.outputs = {Layout({2, 2}, {2, 1}, 2)};
+  absl::StatusOr<std::unique_ptr<Executable>> mm = backend_->PrepareExecutable(spec);
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  EXPECT_EQ((*mm)->backend(), device_->info().backend);
+  Upload(0, {1, 2, 3, 4});
+  Upload(16, {1, 0, 0, 1});
+  const uint64_t bindings[] = {At(0), At(16), At(32)};
+  ASSERT_TRUE(device_->Dispatch(**mm, bindings, {}).ok());
+  EXPECT_EQ(Download(32, 4), (std::vector<float>{1, 2, 3, 4}));
+  // The same executable with other bindings: nothing of a launch stays.
+  const uint64_t swapped[] = {At(16), At(0), At(48)};
+  ASSERT_TRUE(device_->Dispatch(**mm, swapped, {}).ok());
+  EXPECT_EQ(Download(48, 4), (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST_P(HalConformanceTest, SpecsThatDoNotFitTheirOperatorAreRefusedAtPreparation) {
+  ExecutableSpec unknown;
+  unknown.eager_op.name = "aten::no_such_operator";
+  EXPECT_EQ(backend_->PrepareExecutable(unknown).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ExecutableSpec missing;
+  missing.eager_op.name = "aten::addmm";
+  EXPECT_THAT(backend_->PrepareExecutable(missing).status().message(),
+              HasSubstr("argument 0 (self) is missing"));
+  ExecutableSpec wrong_kind;
+  wrong_kind.eager_op.name = "aten::neg";
+  wrong_kind.eager_op.arguments = {int64_t{3}};
+  EXPECT_THAT(backend_->PrepareExecutable(wrong_kind).status().message(),
+              HasSubstr("argument 0 (self) of type Tensor"));
+}
+
+TEST_P(HalConformanceTest, OperatorErrorsCarryTheirTypeAndLeaveTheDeviceUsable) {
+  ExecutableSpec spec;
+  spec.eager_op.name = "aten::mm";
+  spec.eager_op.arguments = {Layout({2, 3}, {3, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
+  spec.eager_op.outputs = {Layout({2, 2}, {2, 1}, 2)};
+  absl::StatusOr<std::unique_ptr<Executable>> mm = backend_->PrepareExecutable(spec);
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  const uint64_t bindings[] = {At(0), At(16), At(32)};
+  absl::Status status = device_->Dispatch(**mm, bindings, {});
+  EXPECT_THAT(status.message(), HasSubstr("cannot be multiplied"));
+  EXPECT_TRUE(status.GetPayload(kOperatorErrorTypePayload).has_value());
+  Upload(0, {7});
+  EXPECT_EQ(Download(0, 1), std::vector<float>{7});
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, HalConformanceTest, ::testing::ValuesIn(kBackends),
+                         [](const ::testing::TestParamInfo<BackendCase>& backend) {
+                           return backend.param.name;
+                         });
+
+}  // namespace
+}  // namespace neuron::rtd::hal
