@@ -10,6 +10,8 @@
 #   deploy/dev.sh sanitize  build the daemon, client and C++ tests with AddressSanitizer and
 #                           UndefinedBehaviorSanitizer (in build-asan/) and run them, then the
 #                           Python suite against the sanitized daemon
+#   deploy/dev.sh fuzz [SECONDS]  build every fuzz target with Clang's libFuzzer, AddressSanitizer
+#                           and UBSan (in build-fuzz/), run each for SECONDS (default 60)
 #
 # Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
 # PYTHON (interpreter that creates .venv; default: python3).
@@ -157,6 +159,47 @@ cmd_sanitize() {
   log "sanitizers: clean"
 }
 
+FUZZ_TARGETS=(record_decoder_fuzz executable_load_fuzz)
+
+cmd_fuzz() {
+  local seconds="${1:-60}"
+  ensure_apt_packages
+  ensure_venv
+  local missing=()
+  for package in clang libclang-rt-14-dev; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$package")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing ${missing[*]} for libFuzzer"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  fi
+  local dir="$ROOT/build-fuzz" flags="-fsanitize=fuzzer-no-link,address,undefined"
+  log "building the fuzz targets with Clang in $dir"
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DNEURON_BUILD_TORCH_PLUGIN=OFF -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
+    -DNEURON_PYTHON="$VENV/bin/python" >/dev/null
+  cmake --build "$dir" --parallel "$(nproc)" --target "${FUZZ_TARGETS[@]}"
+  local failed=0 target corpus work
+  for target in "${FUZZ_TARGETS[@]}"; do
+    corpus="$ROOT/tests/fuzz/corpus/${target%_fuzz}"
+    work="$(mktemp -d)"
+    log "fuzzing $target for $seconds s"
+    # New inputs go to a scratch directory; the repository's seeds are read.
+    if ! ASAN_OPTIONS=detect_leaks=0 "$dir/bin/$target" -max_total_time="$seconds" \
+        -print_final_stats=1 -artifact_prefix="$work/" "$work" \
+        $([ -d "$corpus" ] && echo "$corpus") 2>"$work/log"; then
+      failed=1
+      log "$target found a crash; its input and log are in $work"
+    fi
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$work/log" | sed "s/^/  $target /" >&2
+  done
+  [ "$failed" -eq 0 ] || die "a fuzz target crashed"
+  log "fuzzing: no crash"
+}
+
 cmd_bench() {
   cmd_build
   "$VENV/bin/python" "$ROOT/bench/run.py" --build-dir "$BUILD_DIR"
@@ -168,8 +211,9 @@ case "${1:-}" in
   demo) cmd_demo ;;
   bench) cmd_bench ;;
   sanitize) cmd_sanitize ;;
+  fuzz) shift; cmd_fuzz "$@" ;;
   *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

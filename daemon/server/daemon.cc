@@ -1,13 +1,14 @@
 #include "daemon/server/daemon.h"
 
 #include <grp.h>
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_posix.h>
 
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/hal/sim/sim_backend.h"
+#include "daemon/hal/backend_factory.h"
 #include "daemon/server/unimplemented_interceptor.h"
 #include "neuron/rtd/socket_paths.h"
 #include "spdlog/spdlog.h"
@@ -84,10 +85,11 @@ Daemon::~Daemon() {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& config,
                                                        OsSysCalls& sys_calls) {
-  absl::StatusOr<std::unique_ptr<hal::sim::SimBackend>> backend = hal::sim::CreateSimBackend(
-      hal::sim::SimOptions{.preset = config.sim.preset,
-                           .logical_nc_config = config.device.logical_nc_config},
-      sys_calls);
+  absl::StatusOr<std::unique_ptr<hal::Backend>> backend =
+      hal::CreateBackend(hal::BackendOptions{.kind = config.device.backend,
+                                             .logical_nc_config = config.device.logical_nc_config,
+                                             .sim_preset = config.sim.preset},
+                         sys_calls);
   if (!backend.ok()) return backend.status();
 
   const ListenerOptions listener_options = MakeListenerOptions(config.server);
@@ -109,6 +111,16 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
 }
 
 absl::Status Daemon::Start() {
+  // Protobuf logs every malformed message a client sends (invalid UTF-8 in
+  // a string field) at ERROR on stderr: any client could flood the journal.
+  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level, const char* file, int line,
+                                     const std::string& message) {
+    if (level >= google::protobuf::LOGLEVEL_FATAL) {
+      spdlog::critical("protobuf {}:{}: {}", file, line, message);
+    } else {
+      spdlog::debug("protobuf {}:{}: {}", file, line, message);
+    }
+  });
   grpc::ServerBuilder builder;
   const int max_message = static_cast<int>(config_.server.max_message_bytes);
   builder.SetMaxReceiveMessageSize(max_message);

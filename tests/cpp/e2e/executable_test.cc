@@ -566,6 +566,17 @@ TEST_F(ExecutableTest, MalformedBodiesAreRefusedAtLoad) {
   auto refused = session_->LoadExecutable(Body(from_file));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(refused.status().message(), HasSubstr("touches host files"));
+
+  // Protobuf would log each of these on the daemon's stderr: any client
+  // could flood the journal.
+  v1::EagerOp not_utf8;
+  not_utf8.set_name("aten::neg");
+  std::string body = Body(not_utf8);
+  body.replace(body.find("neg"), 3, "\xff\xfe\xfd");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(session_->LoadExecutable(body).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_THAT(daemon_->Stderr(), ::testing::Not(HasSubstr("libprotobuf")));
 }
 
 TEST_F(ExecutableTest, ABodyMustMatchItsHash) {
