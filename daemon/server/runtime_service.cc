@@ -1,11 +1,11 @@
 #include "daemon/server/runtime_service.h"
 
-#include "neuron/rtd/abi/data_plane.h"
-
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "daemon/server/device_proto.h"
 #include "daemon/server/grpc_status.h"
 #include "neuron/rtd/abi/command_ring.h"
+#include "neuron/rtd/abi/data_plane.h"
 #include "neuron/version.h"
 
 static_assert(int{NEURON_RTD_REGION_COMPLETION_PAGE} ==
@@ -185,6 +185,26 @@ grpc::Status RuntimeService::LookupExecutable(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+absl::Status RuntimeService::BeginLoad(uid_t uid, uint64_t bytes) {
+  absl::MutexLock lock(&loads_mutex_);
+  const uint64_t of_user = loading_bytes_by_user_.contains(uid) ? loading_bytes_by_user_[uid] : 0;
+  if (bytes > kMaxLoadingBytes - loading_bytes_ || bytes > kMaxLoadingBytesPerUser - of_user) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "neuron-rtd is receiving %d bytes of executables (%d of them uid %d's; at most %d at "
+        "once, %d per user): a %d-byte executable must wait until one has loaded",
+        loading_bytes_, of_user, uid, kMaxLoadingBytes, kMaxLoadingBytesPerUser, bytes));
+  }
+  loading_bytes_ += bytes;
+  loading_bytes_by_user_[uid] = of_user + bytes;
+  return absl::OkStatus();
+}
+
+void RuntimeService::EndLoad(uid_t uid, uint64_t bytes) {
+  absl::MutexLock lock(&loads_mutex_);
+  loading_bytes_ -= bytes;
+  if ((loading_bytes_by_user_[uid] -= bytes) == 0) loading_bytes_by_user_.erase(uid);
+}
+
 grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
                                             grpc::ServerReader<v1::LoadExecutableChunk>* reader,
                                             v1::LoadExecutableResponse* response) {
@@ -208,6 +228,11 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
                         absl::StrFormat("executable of %d bytes exceeds %d", header.total_bytes(),
                                         kMaxExecutableBytes));
   }
+  const uid_t uid = (*session)->owner().uid;
+  if (absl::Status admitted = BeginLoad(uid, header.total_bytes()); !admitted.ok()) {
+    return ToGrpc(admitted);
+  }
+  absl::Cleanup end_load = [this, uid, bytes = header.total_bytes()] { EndLoad(uid, bytes); };
   std::string body = chunk.data();
   while (body.size() <= header.total_bytes() && reader->Read(&chunk)) {
     if (chunk.has_header()) {

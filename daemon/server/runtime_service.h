@@ -4,7 +4,13 @@
 #ifndef NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 #define NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 
+#include <sys/types.h>
+
+#include <map>
 #include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
@@ -67,6 +73,13 @@ class RuntimeService final : public v1::Runtime::Service {
   absl::StatusOr<std::shared_ptr<session::Session>> CallerSession(grpc::ServerContext* context,
                                                                   uint64_t session_id) const;
   absl::StatusOr<PeerCredentials> Caller(grpc::ServerContext* context) const;
+  // Admits a LoadExecutable of `uid` that announces `bytes` of body, which
+  // the daemon buffers until it has all of it: RESOURCE_EXHAUSTED past
+  // kMaxLoadingBytes in all or kMaxLoadingBytesPerUser of one user. Eager
+  // ops are a few hundred bytes; the bound is for a client that announces
+  // 256 MiB bodies on many streams. EndLoad releases it.
+  absl::Status BeginLoad(uid_t uid, uint64_t bytes);
+  void EndLoad(uid_t uid, uint64_t bytes);
 
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
@@ -74,7 +87,14 @@ class RuntimeService final : public v1::Runtime::Service {
   session::SessionManager& sessions_;
   const PeerRegistry& peers_;
   const std::string data_plane_address_;
+
+  absl::Mutex loads_mutex_;
+  uint64_t loading_bytes_ ABSL_GUARDED_BY(loads_mutex_) = 0;
+  std::map<uid_t, uint64_t> loading_bytes_by_user_ ABSL_GUARDED_BY(loads_mutex_);
 };
+
+inline constexpr uint64_t kMaxLoadingBytes = 2ull << 30;
+inline constexpr uint64_t kMaxLoadingBytesPerUser = 512ull << 20;
 
 }  // namespace neuron::rtd
 

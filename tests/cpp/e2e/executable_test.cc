@@ -599,6 +599,57 @@ TEST_F(ExecutableTest, ABodyMustMatchItsHash) {
   EXPECT_THAT(status.error_message(), HasSubstr("does not match"));
 }
 
+// Each LoadExecutable may buffer up to 256 MiB: one user's loads in flight
+// may announce 512 MiB in all, so that a client cannot make the daemon hold
+// gigabytes.
+TEST_F(ExecutableTest, BytesOfConcurrentLoadsOfOneUserAreCapped) {
+  auto runtime = v1::Runtime::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  v1::LoadExecutableChunk header;
+  header.mutable_header()->set_session_id(session_->id());
+  header.mutable_header()->set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
+  header.mutable_header()->set_content_hash(std::string(32, '0'));
+  header.mutable_header()->set_total_bytes(256 << 20);
+  struct Load {
+    grpc::ClientContext context;
+    v1::LoadExecutableResponse response;
+    std::unique_ptr<grpc::ClientWriter<v1::LoadExecutableChunk>> writer;
+  };
+  std::vector<std::unique_ptr<Load>> open;
+  auto start = [&] {
+    auto load = std::make_unique<Load>();
+    load->writer = runtime->LoadExecutable(&load->context, &load->response);
+    load->writer->Write(header);
+    return load;
+  };
+  for (int i = 0; i < 2; ++i) open.push_back(start());
+  // The daemon admits a call once it has read its header, after Write()
+  // returned: start more until one is refused.
+  grpc::Status refused;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    std::unique_ptr<Load> extra = start();
+    extra->writer->WritesDone();
+    grpc::Status status = extra->writer->Finish();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      refused = status;
+      break;
+    }
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("per user"));
+  for (auto& load : open) {
+    load->writer->WritesDone();
+    EXPECT_EQ(load->writer->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // Their slots are free again.
+  v1::EagerOp neg;
+  neg.set_name("aten::neg");
+  *neg.add_arguments()->mutable_tensor() = Spec({2}, {1}, 0);
+  *neg.add_outputs() = Spec({2}, {1}, 1);
+  EXPECT_TRUE(session_->LoadExecutable(Body(neg)).ok());
+}
+
 TEST_F(ExecutableTest, AStoppingDaemonFinishesCallsInFlight) {
   v1::EagerOp neg;
   neg.set_name("aten::neg");
