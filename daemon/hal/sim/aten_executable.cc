@@ -291,6 +291,17 @@ absl::Status OperatorError(absl::StatusCode code, const char* python_type,
   return status;
 }
 
+// The Python exception type PyTorch raises for `error`.
+const char* PythonTypeOf(const c10::Error& error) {
+  if (dynamic_cast<const c10::IndexError*>(&error)) return "IndexError";
+  if (dynamic_cast<const c10::ValueError*>(&error)) return "ValueError";
+  if (dynamic_cast<const c10::TypeError*>(&error)) return "TypeError";
+  if (dynamic_cast<const c10::NotImplementedError*>(&error)) return "NotImplementedError";
+  if (dynamic_cast<const c10::LinAlgError*>(&error)) return "LinAlgError";
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&error)) return "OutOfMemoryError";
+  return "RuntimeError";
+}
+
 absl::Status Run(HbmArena& arena, const AtenExecutable& executable,
                  std::span<const uint64_t> bindings, std::span<const uint8_t> immediates) {
   const EagerOpPlan& plan = executable.plan;
@@ -441,27 +452,11 @@ absl::Status DispatchAtenExecutable(HbmArena& arena, const Executable& executabl
   const std::string& qualified = aten->qualified;
   try {
     return Run(arena, *aten, bindings, immediates);
-  } catch (const c10::IndexError& error) {
-    return OperatorError(absl::StatusCode::kInvalidArgument, "IndexError",
-                         absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
-  } catch (const c10::ValueError& error) {
-    return OperatorError(absl::StatusCode::kInvalidArgument, "ValueError",
-                         absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
-  } catch (const c10::TypeError& error) {
-    return OperatorError(absl::StatusCode::kInvalidArgument, "TypeError",
-                         absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
-  } catch (const c10::NotImplementedError& error) {
-    return OperatorError(absl::StatusCode::kInvalidArgument, "NotImplementedError",
-                         absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
-  } catch (const c10::LinAlgError& error) {
-    return OperatorError(absl::StatusCode::kInvalidArgument, "LinAlgError",
-                         absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
-  } catch (const c10::OutOfMemoryError& error) {
-    return OperatorError(absl::StatusCode::kResourceExhausted, "OutOfMemoryError",
-                         absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
   } catch (const c10::Error& error) {
-    return OperatorError(absl::StatusCode::kInvalidArgument, "RuntimeError",
-                         absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
+    const bool out_of_memory = dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr;
+    return OperatorError(
+        out_of_memory ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kInvalidArgument,
+        PythonTypeOf(error), absl::StrFormat("%s: %s", qualified, error.what_without_backtrace()));
   } catch (const std::exception& error) {
     return OperatorError(absl::StatusCode::kInternal, "RuntimeError",
                          absl::StrFormat("%s: %s", qualified, error.what()));
