@@ -103,7 +103,8 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
 
 std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
   std::vector<std::vector<std::string>> rows = {{"SESSION", "PID", "UID", "CLIENT", "CORES",
-                                                 "HBM USED", "STREAMS", "COMPLETED", "FAILED"}};
+                                                 "HBM USED", "STREAMS", "COMPLETED", "FAILED",
+                                                 "EXECUTABLES"}};
   for (const neuronrt::SessionInfo& session : sessions) {
     rows.push_back({absl::StrFormat("%d", session.session_id),
                     absl::StrFormat("%d", session.owner.pid),
@@ -112,7 +113,8 @@ std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
                     FormatIndexRanges(session.cores), FormatBytes(session.hbm_used_bytes),
                     absl::StrFormat("%d", session.stream_count),
                     absl::StrFormat("%d", session.commands_completed),
-                    absl::StrFormat("%d", session.commands_failed)});
+                    absl::StrFormat("%d", session.commands_failed),
+                    absl::StrFormat("%d", session.executable_count)});
   }
   return RenderTable(rows);
 }
@@ -132,9 +134,34 @@ nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions) 
         {"commands_completed", session.commands_completed},
         {"commands_failed", session.commands_failed},
         {"opened_at_unix_ms", session.opened_at_unix_ms},
+        {"executables", session.executable_count},
     });
   }
   return {{"sessions", std::move(list)}};
+}
+
+std::string CacheText(const neuronrt::CacheInfo& cache) {
+  const uint64_t lookups = cache.hits + cache.misses;
+  return absl::StrFormat(
+      "executables  %d (%d held by live sessions)\n"
+      "bytes        %s of %s (%s held; at most %s per user)\n"
+      "lookups      %d hits, %d misses%s\n"
+      "evictions    %d\n",
+      cache.entries, cache.held_entries, FormatBytes(cache.memory_bytes),
+      FormatBytes(cache.max_bytes), FormatBytes(cache.held_bytes),
+      FormatBytes(cache.max_bytes_per_user), cache.hits, cache.misses,
+      lookups == 0 ? ""
+                   : absl::StrFormat(" (%.1f%% hit)", 100.0 * static_cast<double>(cache.hits) /
+                                                         static_cast<double>(lookups)),
+      cache.evictions);
+}
+
+nlohmann::json CacheJson(const neuronrt::CacheInfo& cache) {
+  return {{"entries", cache.entries},           {"memory_bytes", cache.memory_bytes},
+          {"held_entries", cache.held_entries}, {"held_bytes", cache.held_bytes},
+          {"hits", cache.hits},                 {"misses", cache.misses},
+          {"evictions", cache.evictions},       {"max_bytes", cache.max_bytes},
+          {"max_bytes_per_user", cache.max_bytes_per_user}};
 }
 
 namespace {

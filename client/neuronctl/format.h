@@ -27,6 +27,9 @@ nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions);
 std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores);
 nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores);
 
+std::string CacheText(const neuronrt::CacheInfo& cache);
+nlohmann::json CacheJson(const neuronrt::CacheInfo& cache);
+
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target);
 nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target);
 

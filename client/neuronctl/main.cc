@@ -89,6 +89,13 @@ int main(int argc, char** argv) {
                "daemon's user)");
   reset->add_option("DEVICE", reset_device, "device index, as `neuronctl ls` shows it")->required();
 
+  CLI::App* cache = app.add_subcommand(
+      "cache", "the executable cache: entries, bytes, what live sessions hold, hits, evictions");
+  bool cache_json = false;
+  cache->add_flag("--json", cache_json, "print JSON instead of text");
+  CLI::App* cache_clear = cache->add_subcommand(
+      "clear", "evict every executable no session holds (root or the daemon's user)");
+
   CLI::App* version = app.add_subcommand("version", "print neuronctl's and the daemon's versions");
 
   try {
@@ -148,6 +155,24 @@ int main(int argc, char** argv) {
     absl::StatusOr<std::string> state = (*client)->Drain(!drain_off);
     if (!state.ok()) return Report(state.status(), address);
     std::printf("neuron-rtd is %s\n", state->c_str());
+    return 0;
+  }
+
+  if (*cache_clear) {
+    absl::StatusOr<uint64_t> removed = (*client)->ClearCache();
+    if (!removed.ok()) return Report(removed.status(), address);
+    std::printf("%llu executable(s) evicted\n", static_cast<unsigned long long>(*removed));
+    return 0;
+  }
+
+  if (*cache) {
+    absl::StatusOr<neuronrt::CacheInfo> info = (*client)->GetCacheInfo();
+    if (!info.ok()) return Report(info.status(), address);
+    if (cache_json) {
+      std::cout << neuronctl::CacheJson(*info).dump(2) << "\n";
+    } else {
+      std::cout << neuronctl::CacheText(*info);
+    }
     return 0;
   }
 

@@ -380,6 +380,15 @@ absl::StatusOr<uint64_t> Session::LoadEagerOp(const neuron::rtd::EagerOpPlan& pl
   return LoadExecutable(internal::EncodeEagerOp(plan), name);
 }
 
+absl::Status Session::UnloadExecutable(uint64_t executable_id) {
+  v1::UnloadExecutableRequest request;
+  request.set_session_id(core_->id());
+  request.set_executable_id(executable_id);
+  return core_->client()
+      .Call(&v1::Runtime::Stub::UnloadExecutable, request, "UnloadExecutable")
+      .status();
+}
+
 absl::Status Session::Close() { return core_->MarkClosed(); }
 
 }  // namespace neuronrt

@@ -133,17 +133,24 @@ absl::Status ApplySimPreset(const Value& value, DaemonConfig& config) {
   return absl::OkStatus();
 }
 
-// An integer key in [minimum, maximum] stored into a DaemonConfig field.
-template <auto Field, int64_t kMinimum, int64_t kMaximum>
+// An integer key in [minimum, maximum] stored into a field of a section.
+template <auto Section, auto Field, int64_t kMinimum, int64_t kMaximum>
 absl::Status ApplyBounded(const Value& value, DaemonConfig& config) {
   const int64_t number = std::get<int64_t>(value);
   if (number < kMinimum || number > kMaximum) {
     return absl::InvalidArgumentError(
         absl::StrCat("must be between ", kMinimum, " and ", kMaximum));
   }
-  config.session.*Field = static_cast<std::remove_reference_t<decltype(config.session.*Field)>>(number);
+  auto& field = config.*Section.*Field;
+  field = static_cast<std::remove_reference_t<decltype(field)>>(number);
   return absl::OkStatus();
 }
+
+template <auto Field, int64_t kMinimum, int64_t kMaximum>
+constexpr auto kSessionKey = ApplyBounded<&DaemonConfig::session, Field, kMinimum, kMaximum>;
+template <auto Field, int64_t kMinimum, int64_t kMaximum>
+constexpr auto kExecutablesKey =
+    ApplyBounded<&DaemonConfig::executables, Field, kMinimum, kMaximum>;
 
 constexpr int64_t kTiB = int64_t{1} << 40;
 
@@ -158,25 +165,29 @@ constexpr std::array kKeys = {
     KeySpec{"device", "logical_nc_config", ValueKind::kInteger, ApplyLogicalNcConfig},
     KeySpec{"sim", "preset", ValueKind::kString, ApplySimPreset},
     KeySpec{"session", "max_hbm_bytes", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_hbm_bytes, 0, 64 * kTiB>},
+            kSessionKey<&SessionSettings::max_hbm_bytes, 0, 64 * kTiB>},
     KeySpec{"session", "max_streams", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_streams, 1, 4096>},
+            kSessionKey<&SessionSettings::max_streams, 1, 4096>},
     KeySpec{"session", "max_ring_bytes", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_ring_bytes, 4096, 64 << 20>},
+            kSessionKey<&SessionSettings::max_ring_bytes, 4096, 64 << 20>},
     KeySpec{"session", "staging_bytes", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::staging_bytes, 1 << 20, int64_t{16} << 30>},
+            kSessionKey<&SessionSettings::staging_bytes, 1 << 20, int64_t{16} << 30>},
     KeySpec{"session", "max_host_memory_bytes", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_host_memory_bytes, 0, 64 * kTiB>},
+            kSessionKey<&SessionSettings::max_host_memory_bytes, 0, 64 * kTiB>},
     KeySpec{"session", "attach_timeout_ms", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::attach_timeout_ms, 100, 600'000>},
+            kSessionKey<&SessionSettings::attach_timeout_ms, 100, 600'000>},
     KeySpec{"session", "max_sessions", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_sessions, 1, 65536>},
+            kSessionKey<&SessionSettings::max_sessions, 1, 65536>},
     KeySpec{"session", "max_sessions_per_user", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_sessions_per_user, 1, 65536>},
+            kSessionKey<&SessionSettings::max_sessions_per_user, 1, 65536>},
     KeySpec{"session", "max_pending_connections", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_pending_connections, 1, 65536>},
+            kSessionKey<&SessionSettings::max_pending_connections, 1, 65536>},
     KeySpec{"session", "max_pending_connections_per_user", ValueKind::kInteger,
-            ApplyBounded<&SessionSettings::max_pending_connections_per_user, 1, 65536>},
+            kSessionKey<&SessionSettings::max_pending_connections_per_user, 1, 65536>},
+    KeySpec{"executables", "max_cache_bytes", ValueKind::kInteger,
+            kExecutablesKey<&ExecutableSettings::max_cache_bytes, 1 << 20, kTiB>},
+    KeySpec{"executables", "max_bytes_per_user", ValueKind::kInteger,
+            kExecutablesKey<&ExecutableSettings::max_bytes_per_user, 1 << 20, kTiB>},
 };
 
 const KeySpec* FindKey(std::string_view section, std::string_view name) {

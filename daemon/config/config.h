@@ -65,12 +65,22 @@ struct SessionSettings {
   uint32_t max_pending_connections_per_user = 64;
 };
 
+// The host-wide executable cache.
+struct ExecutableSettings {
+  // Bytes of every cached executable together (each charged its body plus a
+  // fixed overhead); executables no session holds are evicted past it.
+  uint64_t max_cache_bytes = 1ull << 30;
+  // Bytes of the executables one user's sessions hold together.
+  uint64_t max_bytes_per_user = 512ull << 20;
+};
+
 struct DaemonConfig {
   ServerConfig server;
   LogConfig log;
   DeviceConfig device;
   SimConfig sim;
   SessionSettings session;
+  ExecutableSettings executables;
 };
 
 // Parses TOML text; `source` names it in errors (a path, or "<string>").

@@ -1,250 +1,124 @@
 #include "daemon/exec/executable_cache.h"
 
+#include <utility>
+
 #include "absl/strings/str_format.h"
-#include "neuron/rtd/abi/command_ring.h"
+#include "daemon/exec/executable_decoder.h"
 #include "neuron/rtd/content_hash.h"
-#include "neuron/rtd/v1/executable.pb.h"
 
 namespace neuron::rtd::exec {
-namespace {
 
-namespace v1 = neuron::rtd::v1;
+ExecutableHold::ExecutableHold(ExecutableHold&& other) noexcept
+    : cache_(std::exchange(other.cache_, nullptr)),
+      executable_(std::move(other.executable_)),
+      uid_(other.uid_) {}
 
-// Bounds on what one executable may describe.
-constexpr int kMaxDims = 16;
-constexpr int64_t kMaxSize = int64_t{1} << 40;
-constexpr uint64_t kMaxExtentBytes = uint64_t{1} << 48;
-constexpr int kMaxArguments = 64;
-constexpr int kMaxListLength = 1024;
-constexpr size_t kMaxStringBytes = 256;
-
-// Operators that reach outside device memory (the daemon's files, its log):
-// a client must never make the daemon run them.
-constexpr std::string_view kForbiddenOperators[] = {"aten::from_file", "aten::save",
-                                                   "aten::_print", "aten::warn"};
-
-absl::Status Invalid(std::string_view where, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrFormat("executable %s: %s", where, what));
+ExecutableHold& ExecutableHold::operator=(ExecutableHold&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    cache_ = std::exchange(other.cache_, nullptr);
+    executable_ = std::move(other.executable_);
+    uid_ = other.uid_;
+  }
+  return *this;
 }
 
-absl::StatusOr<hal::TensorLayout> ToLayout(const v1::TensorSpec& spec, std::string_view where,
-                                           uint32_t& address_count) {
-  hal::TensorLayout layout;
-  layout.dtype = static_cast<int32_t>(spec.dtype());
-  if (hal::ElementBytes(layout.dtype) == 0) {
-    return Invalid(where, absl::StrFormat("dtype %d is not supported", layout.dtype));
-  }
-  if (spec.sizes_size() != spec.strides_size() || spec.sizes_size() > kMaxDims) {
-    return Invalid(where, absl::StrFormat("%d sizes and %d strides (at most %d dimensions)",
-                                          spec.sizes_size(), spec.strides_size(), kMaxDims));
-  }
-  unsigned __int128 last = 0;
-  for (int dim = 0; dim < spec.sizes_size(); ++dim) {
-    const int64_t size = spec.sizes(dim);
-    const int64_t stride = spec.strides(dim);
-    if (size < 0 || size > kMaxSize || stride < 0 || stride > kMaxSize) {
-      return Invalid(where, absl::StrFormat("dimension %d has size %d and stride %d", dim, size,
-                                            stride));
-    }
-    if (size > 0) last += static_cast<unsigned __int128>(size - 1) * static_cast<uint64_t>(stride);
-  }
-  if ((last + 1) * hal::ElementBytes(layout.dtype) > kMaxExtentBytes) {
-    return Invalid(where, "the tensor spans more than 256 TiB");
-  }
-  if (spec.address_index() >= NEURON_RTD_MAX_LAUNCH_ARGS) {
-    return Invalid(where, absl::StrFormat("address index %d exceeds %d", spec.address_index(),
-                                          NEURON_RTD_MAX_LAUNCH_ARGS));
-  }
-  layout.sizes.assign(spec.sizes().begin(), spec.sizes().end());
-  layout.strides.assign(spec.strides().begin(), spec.strides().end());
-  layout.address_index = spec.address_index();
-  address_count = std::max(address_count, spec.address_index() + 1);
-  return layout;
+ExecutableHold::~ExecutableHold() { Reset(); }
+
+void ExecutableHold::Reset() {
+  if (cache_ != nullptr && executable_ != nullptr) cache_->Release(executable_->id, uid_);
+  cache_ = nullptr;
+  executable_.reset();
 }
 
-absl::StatusOr<hal::OpValue> ToValue(const v1::OpArgument& argument, std::string_view where,
-                                     uint32_t& address_count) {
-  switch (argument.value_case()) {
-    case v1::OpArgument::kTensor: {
-      absl::StatusOr<hal::TensorLayout> layout = ToLayout(argument.tensor(), where, address_count);
-      if (!layout.ok()) return layout.status();
-      return hal::OpValue(*std::move(layout));
+absl::StatusOr<ExecutableHold> ExecutableCache::HoldLocked(Entry& entry, uid_t uid) {
+  uint32_t& holds = entry.holds_by_user[uid];
+  if (holds == 0) {
+    const uint64_t of_user = held_bytes_by_user_[uid];
+    if (entry.charged_bytes > limits_.max_bytes_per_user - std::min(of_user,
+                                                                    limits_.max_bytes_per_user)) {
+      if (of_user == 0) held_bytes_by_user_.erase(uid);
+      entry.holds_by_user.erase(uid);
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "uid %d's sessions hold %d bytes of executables; holding \"%s\" (%d bytes) would pass "
+          "[executables] max_bytes_per_user = %d: unload executables or end sessions first",
+          uid, of_user, entry.executable->name, entry.charged_bytes,
+          limits_.max_bytes_per_user));
     }
-    case v1::OpArgument::kNone:
-      return hal::OpValue(hal::NoneValue{});
-    case v1::OpArgument::kIntValue:
-      return hal::OpValue(argument.int_value());
-    case v1::OpArgument::kDoubleValue:
-      return hal::OpValue(argument.double_value());
-    case v1::OpArgument::kBoolValue:
-      return hal::OpValue(argument.bool_value());
-    case v1::OpArgument::kIntList:
-      if (argument.int_list().values_size() > kMaxListLength) return Invalid(where, "list too long");
-      return hal::OpValue(std::vector<int64_t>(argument.int_list().values().begin(),
-                                               argument.int_list().values().end()));
-    case v1::OpArgument::kScalarType:
-      if (hal::ElementBytes(argument.scalar_type()) == 0) {
-        return Invalid(where, absl::StrFormat("dtype %d is not supported", argument.scalar_type()));
-      }
-      return hal::OpValue(hal::ScalarTypeValue{.dtype = argument.scalar_type()});
-    case v1::OpArgument::kStringValue:
-      if (argument.string_value().size() > kMaxStringBytes) {
-        return Invalid(where, absl::StrFormat("string of %d bytes (at most %d)",
-                                              argument.string_value().size(), kMaxStringBytes));
-      }
-      return hal::OpValue(argument.string_value());
-    case v1::OpArgument::kTensorList: {
-      if (argument.tensor_list().tensors_size() > kMaxListLength) {
-        return Invalid(where, "tensor list too long");
-      }
-      std::vector<hal::TensorLayout> layouts;
-      for (const v1::TensorSpec& spec : argument.tensor_list().tensors()) {
-        absl::StatusOr<hal::TensorLayout> layout = ToLayout(spec, where, address_count);
-        if (!layout.ok()) return layout.status();
-        layouts.push_back(*std::move(layout));
-      }
-      return hal::OpValue(std::move(layouts));
-    }
-    case v1::OpArgument::kImmediate: {
-      const v1::ImmediateScalar& immediate = argument.immediate();
-      if (immediate.offset() > NEURON_RTD_MAX_RECORD_BYTES) {
-        return Invalid(where, "immediate scalar offset beyond any record");
-      }
-      return hal::OpValue(hal::ImmediateScalar{
-          .kind = static_cast<hal::ImmediateScalar::Kind>(immediate.kind()),
-          .offset = immediate.offset()});
-    }
-    case v1::OpArgument::kBoolList:
-      if (argument.bool_list().values_size() > kMaxListLength) return Invalid(where, "list too long");
-      return hal::OpValue(std::vector<bool>(argument.bool_list().values().begin(),
-                                            argument.bool_list().values().end()));
-    case v1::OpArgument::kDoubleList:
-      if (argument.double_list().values_size() > kMaxListLength) {
-        return Invalid(where, "list too long");
-      }
-      return hal::OpValue(std::vector<double>(argument.double_list().values().begin(),
-                                              argument.double_list().values().end()));
-    case v1::OpArgument::kOptionalTensorList: {
-      if (argument.optional_tensor_list().items_size() > kMaxListLength) {
-        return Invalid(where, "tensor list too long");
-      }
-      hal::OptionalTensorLayouts layouts;
-      for (const v1::OptionalTensor& item : argument.optional_tensor_list().items()) {
-        if (!item.has_tensor()) {
-          layouts.emplace_back(std::nullopt);
-          continue;
-        }
-        absl::StatusOr<hal::TensorLayout> layout = ToLayout(item.tensor(), where, address_count);
-        if (!layout.ok()) return layout.status();
-        layouts.emplace_back(*std::move(layout));
-      }
-      return hal::OpValue(std::move(layouts));
-    }
-    case v1::OpArgument::kImmediateList: {
-      const v1::ImmediateScalarList& list = argument.immediate_list();
-      if (list.count() > kMaxListLength ||
-          uint64_t{list.offset()} + uint64_t{list.count()} * 8 > NEURON_RTD_MAX_RECORD_BYTES) {
-        return Invalid(where, "immediate scalar list reaches beyond any record");
-      }
-      return hal::OpValue(hal::ImmediateScalarList{
-          .kind = static_cast<hal::ImmediateScalar::Kind>(list.kind()),
-          .offset = list.offset(),
-          .count = list.count()});
-    }
-    case v1::OpArgument::kDevice:
-      return hal::OpValue(hal::DeviceValue{});
-    case v1::OpArgument::kGenerator:
-      if (argument.generator().offset() > NEURON_RTD_MAX_RECORD_BYTES) {
-        return Invalid(where, "generator seed offset beyond any record");
-      }
-      return hal::OpValue(hal::GeneratorSeed{.offset = argument.generator().offset()});
-    default:
-      return Invalid(where, "argument has no value");
+    held_bytes_by_user_[uid] = of_user + entry.charged_bytes;
   }
+  ++holds;
+  if (entry.unheld_position) {
+    unheld_.erase(*entry.unheld_position);
+    entry.unheld_position.reset();
+    held_bytes_ += entry.charged_bytes;
+  }
+  return ExecutableHold(this, entry.executable, uid);
 }
 
-absl::StatusOr<Executable> Decode(std::string_view body) {
-  v1::ExecutableBody parsed;
-  if (!parsed.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-    return absl::InvalidArgumentError("executable body is not a neuron.rtd.v1.ExecutableBody");
-  }
-  if (!parsed.has_eager_op()) return absl::InvalidArgumentError("executable body is empty");
-  const v1::EagerOp& op = parsed.eager_op();
-  if (!op.name().starts_with("aten::") && !op.name().starts_with("prims::")) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("operator \"%s\" is not an ATen or prims operator", op.name()));
-  }
-  for (std::string_view forbidden : kForbiddenOperators) {
-    if (op.name() == forbidden) {
-      return absl::PermissionDeniedError(absl::StrFormat(
-          "operator %s touches host files or the daemon's log; executables may not use it",
-          op.name()));
-    }
-  }
-  if (op.arguments_size() > kMaxArguments || op.outputs_size() > kMaxArguments) {
-    return absl::InvalidArgumentError("too many arguments or outputs");
-  }
-  Executable executable;
-  executable.plan.name = op.name();
-  executable.plan.overload = op.overload();
-  for (int i = 0; i < op.arguments_size(); ++i) {
-    absl::StatusOr<hal::OpValue> value =
-        ToValue(op.arguments(i), absl::StrFormat("%s argument %d", op.name(), i),
-                executable.address_count);
-    if (!value.ok()) return value.status();
-    executable.plan.arguments.push_back(*std::move(value));
-  }
-  if (op.has_default_generator()) {
-    if (op.default_generator().offset() > NEURON_RTD_MAX_RECORD_BYTES) {
-      return Invalid(op.name(), "default generator seed offset beyond any record");
-    }
-    executable.plan.default_generator = hal::GeneratorSeed{.offset = op.default_generator().offset()};
-  }
-  for (int i = 0; i < op.outputs_size(); ++i) {
-    absl::StatusOr<hal::TensorLayout> layout = ToLayout(
-        op.outputs(i), absl::StrFormat("%s output %d", op.name(), i), executable.address_count);
-    if (!layout.ok()) return layout.status();
-    executable.plan.outputs.push_back(*std::move(layout));
-  }
-  if (op.undefined_results_size() > kMaxArguments) {
-    return Invalid(op.name(), "too many undefined results");
-  }
-  executable.plan.undefined_results.assign(op.undefined_results().begin(),
-                                           op.undefined_results().end());
-  return executable;
-}
-
-}  // namespace
-
-std::shared_ptr<const Executable> ExecutableCache::Lookup(std::string_view content_hash) {
+void ExecutableCache::Release(uint64_t id, uid_t uid) {
   absl::MutexLock lock(&mutex_);
-  auto it = by_hash_.find(content_hash);
-  if (it == by_hash_.end()) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Entry& entry = it->second;
+  auto holds = entry.holds_by_user.find(uid);
+  if (holds == entry.holds_by_user.end()) return;
+  if (--holds->second > 0) return;
+  entry.holds_by_user.erase(holds);
+  if ((held_bytes_by_user_[uid] -= entry.charged_bytes) == 0) held_bytes_by_user_.erase(uid);
+  if (entry.holds_by_user.empty()) {
+    held_bytes_ -= entry.charged_bytes;
+    entry.unheld_position = unheld_.insert(unheld_.end(), id);
+  }
+}
+
+absl::StatusOr<std::optional<ExecutableHold>> ExecutableCache::LookupAndHold(
+    std::string_view content_hash, uid_t uid) {
+  absl::MutexLock lock(&mutex_);
+  auto id = id_by_hash_.find(content_hash);
+  if (id == id_by_hash_.end()) {
     ++misses_;
-    return nullptr;
+    return std::nullopt;
   }
   ++hits_;
-  return it->second;
+  absl::StatusOr<ExecutableHold> hold = HoldLocked(entries_.at(id->second), uid);
+  if (!hold.ok()) return hold.status();
+  return std::optional<ExecutableHold>(*std::move(hold));
 }
 
-std::shared_ptr<const Executable> ExecutableCache::Find(uint64_t id) const {
-  absl::MutexLock lock(&mutex_);
-  auto it = by_id_.find(id);
-  return it == by_id_.end() ? nullptr : it->second;
+void ExecutableCache::EvictLocked(std::map<uint64_t, Entry>::iterator entry) {
+  unheld_.erase(*entry->second.unheld_position);
+  memory_bytes_ -= entry->second.charged_bytes;
+  id_by_hash_.erase(entry->second.executable->content_hash);
+  entries_.erase(entry);
+  ++evictions_;
+}
+
+absl::Status ExecutableCache::MakeRoomLocked(uint64_t bytes) {
+  while (memory_bytes_ + bytes > limits_.max_bytes && !unheld_.empty()) {
+    EvictLocked(entries_.find(unheld_.front()));
+  }
+  if (memory_bytes_ + bytes <= limits_.max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the executable cache is full: live sessions hold %d bytes of executables and a %d-byte "
+      "one does not fit in [executables] max_cache_bytes = %d",
+      held_bytes_, bytes, limits_.max_bytes));
 }
 
 absl::StatusOr<LoadResult> ExecutableCache::Load(std::string_view content_hash,
-                                                 std::string_view name, std::string_view body) {
+                                                 std::string_view name, std::string_view body,
+                                                 uid_t uid) {
   const std::string actual = ContentHash(body);
   if (actual != content_hash) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "executable content hash %s does not match its %d-byte body (hash %s)", content_hash,
         body.size(), actual));
   }
-  if (std::shared_ptr<const Executable> loaded = Lookup(content_hash)) {
-    return LoadResult{.executable = std::move(loaded), .cache_hit = true};
-  }
-  absl::StatusOr<Executable> decoded = Decode(body);
+  absl::StatusOr<std::optional<ExecutableHold>> cached = LookupAndHold(content_hash, uid);
+  if (!cached.ok()) return cached.status();
+  if (*cached) return LoadResult{.hold = std::move(**cached), .cache_hit = true};
+
+  absl::StatusOr<Executable> decoded = DecodeExecutable(body);
   if (!decoded.ok()) return decoded.status();
   decoded->content_hash = actual;
   decoded->name = std::string(name.substr(0, 256));
@@ -257,28 +131,61 @@ absl::StatusOr<LoadResult> ExecutableCache::Load(std::string_view content_hash,
                                         prepared.status().message()));
   }
   decoded->prepared = *std::move(prepared);
+
   absl::MutexLock lock(&mutex_);
-  if (auto it = by_hash_.find(actual); it != by_hash_.end()) {
-    return LoadResult{.executable = it->second, .cache_hit = true};
+  if (auto id = id_by_hash_.find(actual); id != id_by_hash_.end()) {
+    absl::StatusOr<ExecutableHold> hold = HoldLocked(entries_.at(id->second), uid);
+    if (!hold.ok()) return hold.status();
+    return LoadResult{.hold = *std::move(hold), .cache_hit = true};
   }
-  if (by_hash_.size() >= max_entries_) {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("the executable cache holds %d executables, its limit", max_entries_));
+  const uint64_t charged = body.size() + kExecutableOverheadBytes;
+  const uint64_t of_user = held_bytes_by_user_.contains(uid) ? held_bytes_by_user_[uid] : 0;
+  if (charged > limits_.max_bytes_per_user - std::min(of_user, limits_.max_bytes_per_user)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "uid %d's sessions hold %d bytes of executables; loading \"%s\" (%d bytes) would pass "
+        "[executables] max_bytes_per_user = %d: unload executables or end sessions first",
+        uid, of_user, decoded->name, charged, limits_.max_bytes_per_user));
   }
+  if (absl::Status room = MakeRoomLocked(charged); !room.ok()) return room;
   decoded->id = next_id_++;
   auto executable = std::make_shared<const Executable>(*std::move(decoded));
-  by_hash_.emplace(actual, executable);
-  by_id_.emplace(executable->id, executable);
-  memory_bytes_ += body.size();
-  return LoadResult{.executable = std::move(executable), .cache_hit = false};
+  id_by_hash_.emplace(actual, executable->id);
+  Entry& entry = entries_[executable->id];
+  entry.executable = executable;
+  entry.charged_bytes = charged;
+  entry.unheld_position = unheld_.insert(unheld_.end(), executable->id);
+  memory_bytes_ += charged;
+  absl::StatusOr<ExecutableHold> hold = HoldLocked(entry, uid);
+  if (!hold.ok()) return hold.status();
+  return LoadResult{.hold = *std::move(hold), .cache_hit = false};
+}
+
+uint64_t ExecutableCache::EvictUnheld() {
+  absl::MutexLock lock(&mutex_);
+  uint64_t evicted = 0;
+  while (!unheld_.empty()) {
+    EvictLocked(entries_.find(unheld_.front()));
+    ++evicted;
+  }
+  return evicted;
 }
 
 CacheStats ExecutableCache::stats() const {
   absl::MutexLock lock(&mutex_);
-  return CacheStats{.entries = by_hash_.size(),
+  return CacheStats{.entries = entries_.size(),
                     .memory_bytes = memory_bytes_,
+                    .held_entries = entries_.size() - unheld_.size(),
+                    .held_bytes = held_bytes_,
                     .hits = hits_,
-                    .misses = misses_};
+                    .misses = misses_,
+                    .evictions = evictions_,
+                    .limits = limits_};
+}
+
+uint64_t ExecutableCache::held_bytes_of_user(uid_t uid) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = held_bytes_by_user_.find(uid);
+  return it == held_bytes_by_user_.end() ? 0 : it->second;
 }
 
 }  // namespace neuron::rtd::exec

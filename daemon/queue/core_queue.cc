@@ -36,7 +36,7 @@ void DrainEventFd(int fd) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
-    uint32_t core, hal::Device& device, const exec::ExecutableCache& executables) {
+    uint32_t core, hal::Device& device) {
   const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrFormat("core %d: epoll_create1", core));
@@ -50,14 +50,12 @@ absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
     ::close(epoll_fd);
     return failed;
   }
-  return std::unique_ptr<CoreQueue>(new CoreQueue(core, device, executables, epoll_fd, wake_fd));
+  return std::unique_ptr<CoreQueue>(new CoreQueue(core, device, epoll_fd, wake_fd));
 }
 
-CoreQueue::CoreQueue(uint32_t core, hal::Device& device,
-                     const exec::ExecutableCache& executables, int epoll_fd, int wake_fd)
+CoreQueue::CoreQueue(uint32_t core, hal::Device& device, int epoll_fd, int wake_fd)
     : core_(core),
       device_(device),
-      executables_(executables),
       epoll_fd_(epoll_fd),
       wake_fd_(wake_fd) {
   record_buffer_.resize(NEURON_RTD_MAX_RECORD_BYTES);
@@ -364,9 +362,11 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
     }
     return device_.RunBuiltin(launch.executable_id, launch.arguments, launch.scalars);
   }
-  std::shared_ptr<const exec::Executable> executable = executables_.Find(launch.executable_id);
+  std::shared_ptr<const exec::Executable> executable =
+      context.FindExecutable(launch.executable_id);
   if (executable == nullptr) {
-    return absl::NotFoundError(absl::StrFormat("no executable %d is loaded", launch.executable_id));
+    return absl::NotFoundError(absl::StrFormat(
+        "executable %d is not loaded in this session", launch.executable_id));
   }
   if (launch.arguments.size() < executable->address_count) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -17,7 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/exec/executable_cache.h"
+#include "daemon/exec/executable.h"
 #include "daemon/hal/device.h"
 #include "daemon/queue/record_decoder.h"
 #include "daemon/queue/stream.h"
@@ -25,14 +25,14 @@
 namespace neuron::rtd::queue {
 
 // Thread-safety: Attach, Detach and Wake may be called from any thread.
-// Lifetime: the device and the executables outlive the queue; the destructor
+// Lifetime: the device outlives the queue; the destructor
 // stops the threads.
 class CoreQueue {
  public:
   // Starts the queue's threads; an error when the kernel refuses its
   // epoll instance or eventfd.
   static absl::StatusOr<std::unique_ptr<CoreQueue>> Create(
-      uint32_t core, hal::Device& device, const exec::ExecutableCache& executables);
+      uint32_t core, hal::Device& device);
   CoreQueue(const CoreQueue&) = delete;
   CoreQueue& operator=(const CoreQueue&) = delete;
   ~CoreQueue();
@@ -73,8 +73,7 @@ class CoreQueue {
     std::vector<std::shared_ptr<const void>> keep_alive;
   };
 
-  CoreQueue(uint32_t core, hal::Device& device, const exec::ExecutableCache& executables,
-            int epoll_fd, int wake_fd);
+  CoreQueue(uint32_t core, hal::Device& device, int epoll_fd, int wake_fd);
 
   void WorkerLoop();
   void DmaLoop();
@@ -109,7 +108,6 @@ class CoreQueue {
 
   const uint32_t core_;
   hal::Device& device_;
-  const exec::ExecutableCache& executables_;
   const int epoll_fd_;
   const int wake_fd_;
 

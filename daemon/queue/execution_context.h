@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/exec/executable.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/segment.h"
 
@@ -56,6 +57,9 @@ class ExecutionContext {
                                                      uint64_t length) = 0;
   // Another stream of the same session; nullptr when there is none.
   virtual std::shared_ptr<Stream> FindStream(uint64_t stream_id) = 0;
+  // A loaded executable the session holds; nullptr when it holds none by
+  // that id.
+  virtual std::shared_ptr<const exec::Executable> FindExecutable(uint64_t executable_id) = 0;
 
   // A command finished (or failed) on one of the session's streams.
   virtual void OnCommandDone(const Stream& stream, bool failed) = 0;

@@ -4,9 +4,8 @@
 
 namespace neuron::rtd::queue {
 
-Scheduler::Scheduler(hal::Backend& backend, const exec::ExecutableCache& executables)
+Scheduler::Scheduler(hal::Backend& backend)
     : backend_(backend),
-      executables_(executables),
       started_(new std::atomic<CoreQueue*>[backend.total_logical_cores()]),
       core_count_(backend.total_logical_cores()) {
   for (uint32_t core = 0; core < core_count_; ++core) started_[core].store(nullptr);
@@ -36,7 +35,7 @@ absl::StatusOr<CoreQueue*> Scheduler::Queue(uint32_t core) {
   std::unique_ptr<CoreQueue>& queue = queues_[core];
   if (queue == nullptr) {
     absl::StatusOr<std::unique_ptr<CoreQueue>> created =
-        CoreQueue::Create(core, **device, executables_);
+        CoreQueue::Create(core, **device);
     if (!created.ok()) {
       queues_.erase(core);
       return created.status();

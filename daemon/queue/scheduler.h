@@ -11,19 +11,18 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/queue/core_queue.h"
 
 namespace neuron::rtd::queue {
 
 // Thread-safety: every method may be called from any thread.
-// Lifetime: the backend and the executables outlive the scheduler; queues
+// Lifetime: the backend outlives the scheduler; queues
 // live as long as it. The destructor stops every queue's threads before it
 // destroys any queue: a worker finishing a command wakes the other queues.
 class Scheduler {
  public:
-  Scheduler(hal::Backend& backend, const exec::ExecutableCache& executables);
+  explicit Scheduler(hal::Backend& backend);
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
   ~Scheduler();
@@ -49,7 +48,6 @@ class Scheduler {
 
  private:
   hal::Backend& backend_;
-  const exec::ExecutableCache& executables_;
   mutable absl::Mutex mutex_;
   std::map<uint32_t, std::unique_ptr<CoreQueue>> queues_ ABSL_GUARDED_BY(mutex_);
   // The queues by core, published once each is started; read without the

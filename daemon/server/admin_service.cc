@@ -50,6 +50,7 @@ grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSess
     info->set_commands_completed(stats.commands_completed);
     info->set_commands_failed(stats.commands_failed);
     info->set_opened_at_unix_ms(absl::ToUnixMillis(session->opened_at()));
+    info->set_executable_count(stats.executables);
   }
   return grpc::Status::OK;
 }
@@ -67,10 +68,6 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* context,
                       request->reason().empty() ? "" : ": ", request->reason().substr(0, 256));
   return ToGrpc(sessions_.Close(request->session_id(), *caller, NEURON_RTD_STATUS_CLOSED, reason));
 }
-
-}  // namespace neuron::rtd
-
-namespace neuron::rtd {
 
 grpc::Status AdminService::CheckAdministrator(grpc::ServerContext* context,
                                               std::string_view action) const {
@@ -175,6 +172,21 @@ grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*, const v1::GetCache
   response->set_memory_bytes(stats.memory_bytes);
   response->set_hits(stats.hits);
   response->set_misses(stats.misses);
+  response->set_held_entries(stats.held_entries);
+  response->set_held_bytes(stats.held_bytes);
+  response->set_evictions(stats.evictions);
+  response->set_max_bytes(stats.limits.max_bytes);
+  response->set_max_bytes_per_user(stats.limits.max_bytes_per_user);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::ClearCache(grpc::ServerContext* context, const v1::ClearCacheRequest*,
+                                      v1::ClearCacheResponse* response) {
+  if (grpc::Status allowed = CheckAdministrator(context, "clear the executable cache");
+      !allowed.ok()) {
+    return allowed;
+  }
+  response->set_entries_removed(executables_.EvictUnheld());
   return grpc::Status::OK;
 }
 

@@ -19,7 +19,7 @@ namespace neuron::rtd {
 class AdminService final : public v1::Admin::Service {
  public:
   AdminService(const hal::Backend& backend, const memory::MemoryManager& memory,
-               const queue::Scheduler& scheduler, const exec::ExecutableCache& executables,
+               const queue::Scheduler& scheduler, exec::ExecutableCache& executables,
                session::SessionManager& sessions, const PeerRegistry& peers,
                DaemonStatus& status)
       : backend_(backend),
@@ -46,6 +46,8 @@ class AdminService final : public v1::Admin::Service {
                         v1::GetStatsResponse* response) override;
   grpc::Status GetCacheInfo(grpc::ServerContext* context, const v1::GetCacheInfoRequest* request,
                             v1::GetCacheInfoResponse* response) override;
+  grpc::Status ClearCache(grpc::ServerContext* context, const v1::ClearCacheRequest* request,
+                          v1::ClearCacheResponse* response) override;
 
  private:
   // Root or the daemon's own user: who may drain or reset.
@@ -54,7 +56,7 @@ class AdminService final : public v1::Admin::Service {
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
   const queue::Scheduler& scheduler_;
-  const exec::ExecutableCache& executables_;
+  exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
   const PeerRegistry& peers_;
   DaemonStatus& status_;

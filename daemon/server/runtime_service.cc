@@ -178,11 +178,28 @@ grpc::Status RuntimeService::LookupExecutable(grpc::ServerContext* context,
                                               v1::LookupExecutableResponse* response) {
   auto session = CallerSession(context, request->session_id());
   if (!session.ok()) return ToGrpc(session.status());
-  std::shared_ptr<const exec::Executable> executable =
-      executables_.Lookup(request->content_hash());
-  response->set_found(executable != nullptr);
-  if (executable) response->set_executable_id(executable->id);
+  absl::StatusOr<std::optional<exec::ExecutableHold>> hold =
+      executables_.LookupAndHold(request->content_hash(), (*session)->owner().uid);
+  if (!hold.ok()) return ToGrpc(hold.status());
+  if (!*hold) {
+    response->set_found(false);
+    return grpc::Status::OK;
+  }
+  const uint64_t id = (*hold)->executable()->id;
+  if (absl::Status held = (*session)->AddExecutable(**std::move(hold)); !held.ok()) {
+    return ToGrpc(held);
+  }
+  response->set_found(true);
+  response->set_executable_id(id);
   return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::UnloadExecutable(grpc::ServerContext* context,
+                                              const v1::UnloadExecutableRequest* request,
+                                              v1::UnloadExecutableResponse*) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  return ToGrpc((*session)->UnloadExecutable(request->executable_id()));
 }
 
 absl::Status RuntimeService::BeginLoad(uid_t uid, uint64_t bytes) {
@@ -247,9 +264,13 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
                                         body.size(), header.total_bytes()));
   }
   absl::StatusOr<exec::LoadResult> loaded =
-      executables_.Load(header.content_hash(), header.name(), body);
+      executables_.Load(header.content_hash(), header.name(), body, uid);
   if (!loaded.ok()) return ToGrpc(loaded.status());
-  response->set_executable_id(loaded->executable->id);
+  const uint64_t id = loaded->hold.executable()->id;
+  if (absl::Status held = (*session)->AddExecutable(std::move(loaded->hold)); !held.ok()) {
+    return ToGrpc(held);
+  }
+  response->set_executable_id(id);
   response->set_cache_hit(loaded->cache_hit);
   return grpc::Status::OK;
 }

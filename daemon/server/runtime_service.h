@@ -1,4 +1,4 @@
-// neuron.rtd.v1.Runtime. Graph executables, UnloadExecutable and collectives
+// neuron.rtd.v1.Runtime. Graph executables and collectives
 // land with their components; until then those methods answer UNIMPLEMENTED
 // (UnimplementedMessageInterceptor names them).
 #ifndef NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
@@ -64,6 +64,9 @@ class RuntimeService final : public v1::Runtime::Service {
   grpc::Status LoadExecutable(grpc::ServerContext* context,
                               grpc::ServerReader<v1::LoadExecutableChunk>* reader,
                               v1::LoadExecutableResponse* response) override;
+  grpc::Status UnloadExecutable(grpc::ServerContext* context,
+                                const v1::UnloadExecutableRequest* request,
+                                v1::UnloadExecutableResponse* response) override;
   grpc::Status GetStreamErrors(grpc::ServerContext* context,
                                const v1::GetStreamErrorsRequest* request,
                                v1::GetStreamErrorsResponse* response) override;

@@ -70,12 +70,18 @@ Session::Session(uint64_t id, const PeerCredentials& owner, std::string client_n
 Session::~Session() { Close(NEURON_RTD_STATUS_CLOSED, "session destroyed"); }
 
 SessionStats Session::stats() const {
+  uint32_t executables;
+  {
+    absl::MutexLock lock(&executables_mutex_);
+    executables = static_cast<uint32_t>(executables_.size());
+  }
   absl::MutexLock lock(&mutex_);
   return SessionStats{.hbm_bytes = segments_.bytes(),
                       .streams = static_cast<uint32_t>(streams_.size()),
                       .commands_completed = commands_completed_.load(),
                       .commands_failed = commands_failed_.load(),
-                      .host_memory_bytes = host_memory_bytes_};
+                      .host_memory_bytes = host_memory_bytes_,
+                      .executables = executables};
 }
 
 absl::Status Session::CheckOpen() const {
@@ -362,6 +368,12 @@ void Session::Close(int32_t nrt_status, const std::string& reason) {
     if (queue.ok()) (*queue)->Detach(*stream);
   }
   segments_.TakeAll();
+  std::map<uint64_t, exec::ExecutableHold> executables;
+  {
+    absl::MutexLock lock(&executables_mutex_);
+    executables.swap(executables_);
+  }
+  executables.clear();
   if (data_fd >= 0) {
     ::shutdown(data_fd, SHUT_RDWR);
     ::close(data_fd);
@@ -413,6 +425,34 @@ std::shared_ptr<queue::Stream> Session::FindStream(uint64_t stream_id) {
   if (auto it = streams_.find(stream_id); it != streams_.end()) return it->second;
   if (auto it = retiring_.find(stream_id); it != retiring_.end()) return it->second.lock();
   return nullptr;
+}
+
+absl::Status Session::AddExecutable(exec::ExecutableHold hold) {
+  absl::MutexLock lock(&executables_mutex_);
+  // Checked under the lock Close takes to collect the holds.
+  if (absl::Status open = CheckOpen(); !open.ok()) return open;
+  const uint64_t id = hold.executable()->id;
+  executables_.try_emplace(id, std::move(hold));
+  return absl::OkStatus();
+}
+
+absl::Status Session::UnloadExecutable(uint64_t executable_id) {
+  exec::ExecutableHold released;
+  absl::MutexLock lock(&executables_mutex_);
+  auto it = executables_.find(executable_id);
+  if (it == executables_.end()) {
+    return absl::NotFoundError(absl::StrFormat("session %d holds no executable %d", id_,
+                                               executable_id));
+  }
+  released = std::move(it->second);
+  executables_.erase(it);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const exec::Executable> Session::FindExecutable(uint64_t executable_id) {
+  absl::MutexLock lock(&executables_mutex_);
+  auto it = executables_.find(executable_id);
+  return it == executables_.end() ? nullptr : it->second.executable();
 }
 
 void Session::OnCommandDone(const queue::Stream&, bool failed) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/common/peer_credentials.h"
+#include "daemon/exec/executable_cache.h"
 #include "daemon/memory/memory_manager.h"
 #include "daemon/memory/segment.h"
 #include "daemon/queue/execution_context.h"
@@ -45,6 +46,7 @@ struct SessionStats {
   uint64_t commands_completed = 0;
   uint64_t commands_failed = 0;
   uint64_t host_memory_bytes = 0;
+  uint32_t executables = 0;
 };
 
 // Thread-safety: every method may be called from any thread; RPC handlers
@@ -85,6 +87,14 @@ class Session final : public queue::ExecutionContext,
   absl::StatusOr<std::shared_ptr<memory::SharedRegion>> RegisterHostMemory(uint64_t size);
   absl::Status UnregisterHostMemory(uint64_t host_memory_id);
   std::vector<queue::StreamError> StreamErrors(uint64_t stream_id) const;
+  // Lets the session launch `hold`'s executable until UnloadExecutable or
+  // Close. A second hold of one executable is released at once.
+  // FAILED_PRECONDITION when the session is closed (the hold is released).
+  absl::Status AddExecutable(exec::ExecutableHold hold);
+  // Releases the session's hold: LAUNCH records of that id fail the stream
+  // from then on (commands already running finish). NOT_FOUND when the
+  // session holds no such executable.
+  absl::Status UnloadExecutable(uint64_t executable_id);
 
   // Ends the session: fails its timelines with `nrt_status` (sticky), stops
   // its streams and frees its memory. Idempotent.
@@ -98,6 +108,7 @@ class Session final : public queue::ExecutionContext,
   absl::StatusOr<queue::HostSpan> ResolveHostMemory(uint64_t host_memory_id, uint64_t offset,
                                                     uint64_t length) override;
   std::shared_ptr<queue::Stream> FindStream(uint64_t stream_id) override;
+  std::shared_ptr<const exec::Executable> FindExecutable(uint64_t executable_id) override;
   void OnCommandDone(const queue::Stream& stream, bool failed) override;
   void OnStreamError(const queue::StreamError& error) override;
 
@@ -138,6 +149,9 @@ class Session final : public queue::ExecutionContext,
   // HBM admitted against the quota and not yet in segments_.
   uint64_t hbm_reserved_ ABSL_GUARDED_BY(mutex_) = 0;
   std::deque<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
+  // Apart from mutex_: every LAUNCH reads it.
+  mutable absl::Mutex executables_mutex_;
+  std::map<uint64_t, exec::ExecutableHold> executables_ ABSL_GUARDED_BY(executables_mutex_);
 };
 
 // Bytes of a completion page with room for `slots` streams.

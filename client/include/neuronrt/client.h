@@ -49,6 +49,10 @@ class Client {
   virtual absl::StatusOr<std::vector<CoreStats>> GetStats() const = 0;
   // Ends every session on device `device_index`; returns their ids.
   virtual absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const = 0;
+  virtual absl::StatusOr<CacheInfo> GetCacheInfo() const = 0;
+  // Evicts every executable no session holds (root or the daemon's user);
+  // returns how many.
+  virtual absl::StatusOr<uint64_t> ClearCache() const = 0;
 };
 
 }  // namespace neuronrt

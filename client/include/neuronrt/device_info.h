@@ -55,6 +55,8 @@ struct SessionInfo {
   uint64_t commands_completed = 0;
   uint64_t commands_failed = 0;
   uint64_t opened_at_unix_ms = 0;
+  // Executables the session holds.
+  uint32_t executable_count = 0;
 };
 
 // One core's counters since the daemon started (`neuronctl stats`).
@@ -68,6 +70,21 @@ struct CoreStats {
   uint64_t latency_p50_ns = 0;
   uint64_t latency_p99_ns = 0;
   uint64_t latency_max_ns = 0;
+};
+
+// The daemon's executable cache (`neuronctl cache`).
+struct CacheInfo {
+  uint64_t entries = 0;
+  // Charged bytes: bodies plus a fixed overhead per executable.
+  uint64_t memory_bytes = 0;
+  // Executables some live session holds; the rest may be evicted.
+  uint64_t held_entries = 0;
+  uint64_t held_bytes = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+  uint64_t max_bytes = 0;
+  uint64_t max_bytes_per_user = 0;
 };
 
 struct RuntimeInfo {

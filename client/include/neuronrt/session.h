@@ -171,6 +171,10 @@ class Session {
   // Encodes `plan` and loads it as LoadExecutable does.
   absl::StatusOr<uint64_t> LoadEagerOp(const neuron::rtd::EagerOpPlan& plan,
                                        std::string_view name = {});
+  // Ends this session's hold on an executable: it may no longer launch it
+  // (launches already running finish), and the daemon may evict it once no
+  // session holds it. Call after the streams that launched it have synced.
+  absl::Status UnloadExecutable(uint64_t executable_id);
 
   // Ends the session; commands still queued are dropped.
   absl::Status Close();

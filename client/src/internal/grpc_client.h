@@ -90,6 +90,19 @@ class GrpcClient final : public Client {
                                  response->failed_sessions().end());
   }
 
+  absl::StatusOr<CacheInfo> GetCacheInfo() const override {
+    auto response =
+        Call(&v1::Admin::Stub::GetCacheInfo, v1::GetCacheInfoRequest(), "GetCacheInfo");
+    if (!response.ok()) return response.status();
+    return FromProto(*response);
+  }
+
+  absl::StatusOr<uint64_t> ClearCache() const override {
+    auto response = Call(&v1::Admin::Stub::ClearCache, v1::ClearCacheRequest(), "ClearCache");
+    if (!response.ok()) return response.status();
+    return response->entries_removed();
+  }
+
   // Sets the call's deadline from ClientOptions.rpc_timeout.
   void PrepareContext(grpc::ClientContext& context) const {
     context.set_deadline(std::chrono::system_clock::now() +

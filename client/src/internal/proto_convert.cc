@@ -95,7 +95,20 @@ SessionInfo FromProto(const v1::SessionInfo& session) {
   info.commands_completed = session.commands_completed();
   info.commands_failed = session.commands_failed();
   info.opened_at_unix_ms = session.opened_at_unix_ms();
+  info.executable_count = session.executable_count();
   return info;
+}
+
+CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
+  return CacheInfo{.entries = cache.entries(),
+                   .memory_bytes = cache.memory_bytes(),
+                   .held_entries = cache.held_entries(),
+                   .held_bytes = cache.held_bytes(),
+                   .hits = cache.hits(),
+                   .misses = cache.misses(),
+                   .evictions = cache.evictions(),
+                   .max_bytes = cache.max_bytes(),
+                   .max_bytes_per_user = cache.max_bytes_per_user()};
 }
 
 CoreStats FromProto(const v1::CoreStats& core) {

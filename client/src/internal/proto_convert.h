@@ -17,6 +17,7 @@ HealthInfo FromProto(const neuron::rtd::v1::HealthResponse& health);
 RuntimeInfo FromProto(const neuron::rtd::v1::GetRuntimeInfoResponse& info);
 SessionInfo FromProto(const neuron::rtd::v1::SessionInfo& session);
 CoreStats FromProto(const neuron::rtd::v1::CoreStats& core);
+CacheInfo FromProto(const neuron::rtd::v1::GetCacheInfoResponse& cache);
 // "serving", "draining", "stopping".
 std::string StateName(neuron::rtd::v1::ServingState state);
 

@@ -83,6 +83,21 @@ max_sessions = 4
               HasSubstr("between 1048576"));
 }
 
+TEST(ConfigTest, ExecutableCacheLimits) {
+  absl::StatusOr<DaemonConfig> defaults = ParseConfig("", "e.toml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->executables.max_cache_bytes, 1u << 30);
+  EXPECT_EQ(defaults->executables.max_bytes_per_user, 512u << 20);
+  absl::StatusOr<DaemonConfig> config = ParseConfig(
+      "[executables]\nmax_cache_bytes = 2097152\nmax_bytes_per_user = 1048576\n", "e.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->executables.max_cache_bytes, 2u << 20);
+  EXPECT_EQ(config->executables.max_bytes_per_user, 1u << 20);
+  EXPECT_THAT(
+      ParseConfig("[executables]\nmax_cache_bytes = 4096\n", "e.toml").status().message(),
+      AllOf(HasSubstr("'executables.max_cache_bytes'"), HasSubstr("between 1048576")));
+}
+
 TEST(ConfigTest, UnknownKeyNamesKeyFileAndKnownKeys) {
   absl::StatusOr<DaemonConfig> config = ParseConfig("[server]\nsockt = \"/x\"\n", "/etc/a.toml");
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);

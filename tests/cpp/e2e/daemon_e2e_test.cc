@@ -122,12 +122,6 @@ TEST_F(DaemonE2eTest, MethodsNotYetServedSayWhichMethod) {
   EXPECT_THAT(status.error_message(),
               HasSubstr("neuron.rtd.v1.Runtime/InitCommunicator is not implemented by neuron-rtd"));
 
-  auto admin = rtd::v1::Admin::NewStub(channel);
-  grpc::ClientContext admin_context;
-  rtd::v1::ClearCacheResponse cleared;
-  status = admin->ClearCache(&admin_context, rtd::v1::ClearCacheRequest(), &cleared);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("neuron.rtd.v1.Admin/ClearCache"));
 }
 
 TEST_F(DaemonE2eTest, OversizedMessagesAreRefused) {

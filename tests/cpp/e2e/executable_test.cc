@@ -18,6 +18,7 @@
 #include "neuron/rtd/v1/executable.pb.h"
 #include "neuron/rtd/v1/runtime.grpc.pb.h"
 #include "absl/time/clock.h"
+#include "e2e/eager_op_builders.h"
 #include "neuronrt/session.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -27,22 +28,8 @@ namespace {
 
 namespace v1 = rtd::v1;
 using ::testing::HasSubstr;
-
-v1::TensorSpec Spec(std::vector<int64_t> sizes, std::vector<int64_t> strides, uint32_t address,
-                    v1::ScalarType dtype = v1::SCALAR_TYPE_FLOAT32) {
-  v1::TensorSpec spec;
-  spec.set_dtype(dtype);
-  for (int64_t size : sizes) spec.add_sizes(size);
-  for (int64_t stride : strides) spec.add_strides(stride);
-  spec.set_address_index(address);
-  return spec;
-}
-
-std::string Body(const v1::EagerOp& op) {
-  v1::ExecutableBody body;
-  *body.mutable_eager_op() = op;
-  return body.SerializeAsString();
-}
+using testing::Body;
+using testing::Spec;
 
 class ExecutableTest : public ::testing::Test {
  protected:
@@ -362,7 +349,7 @@ TEST_F(ExecutableTest, UnknownOperatorsAndShortAddressesAreRefused) {
 
   auto fourth = *session_->CreateStream(0);
   ASSERT_TRUE(fourth->Launch(5000, past_end, {}).ok());
-  EXPECT_THAT(fourth->Synchronize().message(), HasSubstr("no executable 5000"));
+  EXPECT_THAT(fourth->Synchronize().message(), HasSubstr("executable 5000 is not loaded in this session"));
 }
 
 // Each of these once reached ATen's boxed call unchecked; too few arguments
