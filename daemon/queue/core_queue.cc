@@ -22,6 +22,9 @@ namespace {
 // Records one session may run in a round before the worker turns to the
 // next session; its streams share them.
 constexpr int kRecordsPerTurn = 32;
+// The most a DMA job moves before the engine turns to the next job: a few
+// milliseconds of memcpy. Fills larger than this go to the engine too.
+constexpr uint64_t kDmaChunkBytes = 8ull << 20;
 // How long an idle worker keeps polling the rings before it sleeps: long
 // enough to catch a client's next command without a doorbell syscall, short
 // enough not to take a core from a 2-core host.
@@ -134,18 +137,7 @@ void CoreQueue::WorkerLoop() {
     }
     bool progressed = false;
     for (size_t i = 0; i < sessions.size(); ++i) {
-      const SessionStreams& group = sessions[(next_session_ + i) % sessions.size()];
-      const int budget =
-          std::max<int>(1, kRecordsPerTurn / static_cast<int>(group.streams.size()));
-      for (const auto& stream : group.streams) {
-        progressed |= Serve(stream, budget);
-        if (stream->retiring.load(std::memory_order_acquire) &&
-            !stream->in_flight.load(std::memory_order_acquire) &&
-            (stream->LoadTail() == stream->head() || stream->failed() ||
-             stream->framing_lost.load(std::memory_order_acquire))) {
-          Detach(*stream);
-        }
-      }
+      progressed |= ServeSession(sessions[(next_session_ + i) % sessions.size()]);
     }
     if (!sessions.empty()) next_session_ = (next_session_ + 1) % sessions.size();
     if (progressed) continue;
@@ -188,14 +180,41 @@ void CoreQueue::Sleep(const std::vector<SessionStreams>& sessions) {
   set_sleeping(false);
 }
 
-bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
-  if (stream->in_flight.load(std::memory_order_acquire)) return false;
-  if (stream->framing_lost.load(std::memory_order_acquire)) return false;
+bool CoreQueue::ServeSession(const SessionStreams& group) {
+  const size_t count = group.streams.size();
+  if (count == 0) return false;
+  // An even share of the session's budget, at least one record: with more
+  // streams than records, the rest go first in the session's next turn.
+  const int share = std::max<int>(1, kRecordsPerTurn / static_cast<int>(count));
+  int remaining = kRecordsPerTurn;
+  bool progressed = false;
+  size_t& next = *group.next_stream;
+  const size_t start = next % count;
+  for (size_t k = 0; k < count && remaining > 0; ++k) {
+    const size_t index = (start + k) % count;
+    const std::shared_ptr<Stream>& stream = group.streams[index];
+    const int served = Serve(stream, std::min(share, remaining));
+    remaining -= served;
+    progressed |= served > 0;
+    next = index + 1;
+    if (stream->retiring.load(std::memory_order_acquire) &&
+        !stream->in_flight.load(std::memory_order_acquire) &&
+        (stream->LoadTail() == stream->head() || stream->failed() ||
+         stream->framing_lost.load(std::memory_order_acquire))) {
+      Detach(*stream);
+    }
+  }
+  return progressed;
+}
+
+int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
+  if (stream->in_flight.load(std::memory_order_acquire)) return 0;
+  if (stream->framing_lost.load(std::memory_order_acquire)) return 0;
   std::shared_ptr<ExecutionContext> context = stream->context();
-  if (context == nullptr) return false;
+  if (context == nullptr) return 0;
   const uint64_t capacity = stream->ring().size() - kRingHeaderBytes;
   const char* records = stream->ring().data() + kRingHeaderBytes;
-  bool progressed = false;
+  int served = 0;
   for (int turn = 0; turn < budget; ++turn) {
     const uint64_t head = stream->head();
     const uint64_t tail = stream->LoadTail();
@@ -210,7 +229,7 @@ bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
       // The framing is lost: nothing more of this ring can be trusted, and
       // the queue stops polling it (its tail may stay wrong forever).
       stream->framing_lost.store(true, std::memory_order_release);
-      return true;
+      return served + 1;
     }
     // Copy out before decoding: the client may rewrite the ring at any time.
     neuron_rtd_record_header header;
@@ -220,7 +239,7 @@ bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
       FailStream(*stream, context.get(), stream->last_sequence() + 1, NEURON_RTD_STATUS_INVALID,
                  header.opcode, "", std::string(framing.message()));
       stream->Consume(available, 0);
-      return true;
+      return served + 1;
     }
     std::memcpy(record_buffer_.data(), records + position, header.length);
     absl::StatusOr<DecodedRecord> record = DecodeRecord(
@@ -230,24 +249,24 @@ bool CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
                  NEURON_RTD_STATUS_INVALID, header.opcode, "",
                  std::string(record.status().message()));
       stream->Consume(header.length, 0);
-      progressed = true;
+      ++served;
       continue;
     }
     if (stream->failed() && record->header.opcode != NEURON_RTD_OP_PAD) {
       // A failed stream runs nothing more; its records are drained so that
       // the client never blocks on a full ring.
       stream->Consume(header.length, record->header.sequence);
-      progressed = true;
+      ++served;
       continue;
     }
     const auto started = std::chrono::steady_clock::now();
     const Outcome outcome = Execute(stream, *context, *std::move(record));
     if (outcome == Outcome::kBlocked) break;
     if (outcome == Outcome::kDone) Account(std::chrono::steady_clock::now() - started);
-    progressed = true;
+    ++served;
     if (outcome == Outcome::kDispatched) break;
   }
-  return progressed;
+  return served;
 }
 
 CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
@@ -288,6 +307,15 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
     }
     case NEURON_RTD_OP_FILL: {
       const auto& fill = std::get<neuron_rtd_fill_payload>(record.command);
+      if (fill.bytes > kDmaChunkBytes) {
+        std::shared_ptr<ExecutionContext> owner = stream->context();
+        absl::Status status = owner ? StartFill(stream, owner, record)
+                                    : absl::AbortedError("session closed");
+        if (status.ok()) return Outcome::kDispatched;
+        stream->Consume(header.length, header.sequence);
+        Finish(*stream, context, record, status);
+        return Outcome::kDone;
+      }
       stream->Consume(header.length, header.sequence);
       absl::StatusOr<DeviceSpan> span = context.ResolveDevice(fill.device_address, fill.bytes);
       absl::Status status = span.ok() ? span->device->Fill(fill.device_address, fill.bytes,
@@ -415,9 +443,9 @@ absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
     absl::StatusOr<DeviceSpan> destination = context->ResolveDevice(copy.dst.address, copy.bytes);
     if (!destination.ok()) return destination.status();
     job.keep_alive = {source->segment, destination->segment};
-    job.run = [source = *source, destination = *destination, bytes = copy.bytes] {
-      return destination.device->CopyDeviceToDevice(destination.address, *source.device,
-                                                     source.address, bytes);
+    job.run = [source = *source, destination = *destination](uint64_t offset, uint64_t length) {
+      return destination.device->CopyDeviceToDevice(destination.address + offset, *source.device,
+                                                     source.address + offset, length);
     };
   } else if (copy.dst.kind == NEURON_RTD_LOCATION_DEVICE) {
     absl::StatusOr<HostSpan> source = resolve_host(copy.src);
@@ -425,8 +453,9 @@ absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
     absl::StatusOr<DeviceSpan> destination = context->ResolveDevice(copy.dst.address, copy.bytes);
     if (!destination.ok()) return destination.status();
     job.keep_alive = {source->keep_alive, destination->segment};
-    job.run = [source = *source, destination = *destination, bytes = copy.bytes] {
-      return destination.device->CopyHostToDevice(destination.address, source.data, bytes);
+    job.run = [source = *source, destination = *destination](uint64_t offset, uint64_t length) {
+      return destination.device->CopyHostToDevice(destination.address + offset,
+                                                  source.data + offset, length);
     };
   } else {
     absl::StatusOr<DeviceSpan> source = context->ResolveDevice(copy.src.address, copy.bytes);
@@ -434,16 +463,44 @@ absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
     absl::StatusOr<HostSpan> destination = resolve_host(copy.dst);
     if (!destination.ok()) return destination.status();
     job.keep_alive = {source->segment, destination->keep_alive};
-    job.run = [source = *source, destination = *destination, bytes = copy.bytes] {
-      return source.device->CopyDeviceToHost(destination.data, source.address, bytes);
+    job.run = [source = *source, destination = *destination](uint64_t offset, uint64_t length) {
+      return source.device->CopyDeviceToHost(destination.data + offset, source.address + offset,
+                                             length);
     };
   }
-  stream->Consume(record.header.length, record.header.sequence);
-  stream->in_flight.store(true, std::memory_order_release);
+  job.bytes = copy.bytes;
+  EnqueueDma(std::move(job));
+  return absl::OkStatus();
+}
+
+absl::Status CoreQueue::StartFill(const std::shared_ptr<Stream>& stream,
+                                  const std::shared_ptr<ExecutionContext>& context,
+                                  DecodedRecord& record) {
+  const auto fill = std::get<neuron_rtd_fill_payload>(record.command);
+  if (absl::Status valid = hal::CheckFill(fill.bytes, fill.pattern_bytes); !valid.ok()) {
+    return valid;
+  }
+  absl::StatusOr<DeviceSpan> span = context->ResolveDevice(fill.device_address, fill.bytes);
+  if (!span.ok()) return span.status();
+  // Chunks start at multiples of kDmaChunkBytes, so of the pattern's width:
+  // each chunk continues the pattern where the last one stopped.
+  DmaJob job{.stream = stream, .context = context, .record = record};
+  job.keep_alive = {span->segment};
+  job.run = [span = *span, fill](uint64_t offset, uint64_t length) {
+    return span.device->Fill(fill.device_address + offset, length, fill.pattern,
+                             fill.pattern_bytes);
+  };
+  job.bytes = fill.bytes;
+  EnqueueDma(std::move(job));
+  return absl::OkStatus();
+}
+
+void CoreQueue::EnqueueDma(DmaJob job) {
+  job.stream->Consume(job.record.header.length, job.record.header.sequence);
+  job.stream->in_flight.store(true, std::memory_order_release);
   absl::MutexLock lock(&mutex_);
   dma_jobs_.push_back(std::move(job));
   dma_ready_.Signal();
-  return absl::OkStatus();
 }
 
 void CoreQueue::DmaLoop() {
@@ -456,10 +513,22 @@ void CoreQueue::DmaLoop() {
       job = std::move(dma_jobs_.front());
       dma_jobs_.pop_front();
     }
-    const auto started = std::chrono::steady_clock::now();
-    const absl::Status status =
-        job.stream->failed() ? absl::AbortedError("stream failed") : job.run();
-    Account(std::chrono::steady_clock::now() - started);
+    absl::Status status;
+    if (job.stream->failed()) {
+      status = absl::AbortedError("stream failed");
+    } else {
+      const uint64_t length = std::min(kDmaChunkBytes, job.bytes - job.done);
+      const auto started = std::chrono::steady_clock::now();
+      status = job.run(job.done, length);
+      Account(std::chrono::steady_clock::now() - started);
+      job.done += length;
+      if (status.ok() && job.done < job.bytes) {
+        // The rest after the other jobs waiting for the engine.
+        absl::MutexLock lock(&mutex_);
+        dma_jobs_.push_back(std::move(job));
+        continue;
+      }
+    }
     Finish(*job.stream, *job.context, job.record, status);
     job.stream->in_flight.store(false, std::memory_order_release);
     Wake();

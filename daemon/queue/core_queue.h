@@ -65,11 +65,17 @@ class CoreQueue {
   void WakeIfWaiting();
 
  private:
+  // A copy or a large fill on the DMA engine, run in chunks of at most
+  // kDmaChunkBytes: between two chunks the engine turns to the next job, so
+  // one stream's 16 GiB copy cannot hold the engine for seconds.
   struct DmaJob {
     std::shared_ptr<Stream> stream;
     std::shared_ptr<ExecutionContext> context;
     DecodedRecord record;
-    std::function<absl::Status()> run;
+    // Runs bytes [offset, offset + length) of the job.
+    std::function<absl::Status(uint64_t offset, uint64_t length)> run;
+    uint64_t bytes = 0;
+    uint64_t done = 0;
     std::vector<std::shared_ptr<const void>> keep_alive;
   };
 
@@ -78,14 +84,27 @@ class CoreQueue {
   void WorkerLoop();
   void DmaLoop();
   // The streams of one session on this core. Sessions take turns, each
-  // with the same budget of records a round, shared by its streams.
+  // with the same budget of records a round, however many streams it has:
+  // its streams share the budget, the next turn starting after the last
+  // stream served.
   struct SessionStreams {
     uint64_t session_id = 0;
     std::vector<std::shared_ptr<Stream>> streams;
+    // Worker only: where the session's next turn starts. Shared by the
+    // worker's copies of the list.
+    std::shared_ptr<size_t> next_stream = std::make_shared<size_t>(0);
   };
 
-  // Serves up to `budget` records of one stream; true when it made progress.
-  bool Serve(const std::shared_ptr<Stream>& stream, int budget);
+  // One session's turn: up to kRecordsPerTurn records of its streams; true
+  // when it made progress.
+  bool ServeSession(const SessionStreams& group);
+  // Serves up to `budget` records of one stream; returns how many it took
+  // (a failure that consumed nothing counts as one).
+  int Serve(const std::shared_ptr<Stream>& stream, int budget);
+  // Hands a FILL larger than kDmaChunkBytes to the DMA engine.
+  absl::Status StartFill(const std::shared_ptr<Stream>& stream,
+                         const std::shared_ptr<ExecutionContext>& context, DecodedRecord& record);
+  void EnqueueDma(DmaJob job);
   bool HasRunnableWork(const std::vector<SessionStreams>& sessions) const;
   void Sleep(const std::vector<SessionStreams>& sessions);
   enum class Outcome {

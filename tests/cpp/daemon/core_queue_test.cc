@@ -1,0 +1,248 @@
+// The order in which a core's queue serves its streams: each session gets
+// the same budget of records a round however many streams it has, and a
+// large transfer yields the DMA engine between chunks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/hal/backend_factory.h"
+#include "daemon/memory/memory_manager.h"
+#include "daemon/memory/shared_region.h"
+#include "daemon/queue/core_queue.h"
+#include "daemon/queue/stream.h"
+#include "neuron/rtd/abi/command_ring.h"
+#include "neuron/rtd/abi/data_plane.h"
+
+namespace neuron::rtd::queue {
+namespace {
+
+// Completions of every session, in the order the queue reported them.
+struct CompletionLog {
+  absl::Mutex mutex;
+  std::vector<uint64_t> streams ABSL_GUARDED_BY(mutex);
+  // Holds the worker inside its first completion until released.
+  absl::Notification released;
+  std::atomic<bool> first{true};
+};
+
+// A session as the queue sees it: device memory it owns and its streams.
+class FakeSession final : public ExecutionContext {
+ public:
+  FakeSession(uint64_t id, CompletionLog& log, std::vector<memory::SegmentRef> segments,
+              hal::Device& device)
+      : id_(id), log_(log), segments_(std::move(segments)), device_(device) {}
+
+  uint64_t session_id() const override { return id_; }
+  absl::StatusOr<DeviceSpan> ResolveDevice(uint64_t address, uint64_t length) override {
+    for (const memory::SegmentRef& segment : segments_) {
+      if (address >= segment->range().address && address + length <= segment->range().end()) {
+        return DeviceSpan{.segment = segment, .device = &device_, .address = address};
+      }
+    }
+    return absl::InvalidArgumentError("not this session's memory");
+  }
+  absl::StatusOr<HostSpan> ResolveStaging(uint64_t, uint64_t) override {
+    return absl::UnimplementedError("no staging");
+  }
+  absl::StatusOr<HostSpan> ResolveHostMemory(uint64_t, uint64_t, uint64_t) override {
+    return absl::UnimplementedError("no host memory");
+  }
+  uint64_t address() const { return segments_.front()->range().address; }
+  std::shared_ptr<Stream> FindStream(uint64_t) override { return nullptr; }
+  std::shared_ptr<const exec::Executable> FindExecutable(uint64_t) override { return nullptr; }
+  void OnCommandDone(const Stream& stream, bool failed) override {
+    EXPECT_FALSE(failed) << "stream " << stream.id();
+    {
+      absl::MutexLock lock(&log_.mutex);
+      log_.streams.push_back(stream.id());
+    }
+    if (log_.first.exchange(false)) log_.released.WaitForNotification();
+  }
+  void OnStreamError(const StreamError& error) override {
+    ADD_FAILURE() << "stream " << error.stream_id << ": " << error.message;
+  }
+
+ private:
+  const uint64_t id_;
+  CompletionLog& log_;
+  const std::vector<memory::SegmentRef> segments_;
+  hal::Device& device_;
+};
+
+class CoreQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto backend = hal::CreateBackend(
+        hal::BackendOptions{.kind = "sim", .logical_nc_config = 0, .sim_preset = "dev"},
+        DefaultOsSysCalls());
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    memory_ = std::make_unique<memory::MemoryManager>(*backend_);
+    auto queue = CoreQueue::Create(0, *backend_->devices()[0]);
+    ASSERT_TRUE(queue.ok()) << queue.status();
+    queue_ = *std::move(queue);
+  }
+
+  void TearDown() override {
+    if (!log_.released.HasBeenNotified()) log_.released.Notify();
+    queue_.reset();
+  }
+
+  std::shared_ptr<FakeSession> MakeSession(uint64_t id, uint64_t hbm_bytes = 0) {
+    std::vector<memory::SegmentRef> segments;
+    if (hbm_bytes > 0) segments.push_back(*memory_->Allocate(0, hbm_bytes));
+    auto session = std::make_shared<FakeSession>(id, log_, std::move(segments),
+                                                 *backend_->devices()[0]);
+    sessions_.push_back(session);
+    return session;
+  }
+
+  // A stream of `session` with an 8 KiB ring; records are written before it
+  // is attached.
+  std::shared_ptr<Stream> MakeStream(const std::shared_ptr<FakeSession>& session) {
+    const uint64_t id = next_stream_id_++;
+    auto ring = memory::SharedRegion::Create(id, NEURON_RTD_REGION_COMMAND_RING,
+                                             kRingHeaderBytes + 8192,
+                                             absl::StrFormat("core-queue-test-%d", id));
+    EXPECT_TRUE(ring.ok()) << ring.status();
+    InitializeRing(**ring, id);
+    auto slot = std::make_shared<neuron_rtd_completion_slot>();
+    auto stream = std::make_shared<Stream>(id, session->session_id(), 0, *std::move(ring),
+                                           ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), slot.get(),
+                                           slot, session);
+    sequences_[id] = 0;
+    return stream;
+  }
+
+  void Append(Stream& stream, uint16_t opcode, const void* payload = nullptr,
+              uint32_t payload_bytes = 0) {
+    auto* header = reinterpret_cast<neuron_rtd_ring_header*>(stream.ring().data());
+    char* records = stream.ring().data() + kRingHeaderBytes;
+    const uint64_t tail = std::atomic_ref<uint64_t>(header->tail).load();
+    const uint32_t length = neuron_rtd_encode_record(
+        records + tail % header->capacity_bytes, opcode, ++sequences_[stream.id()], payload,
+        payload_bytes, nullptr, 0);
+    ASSERT_GT(length, 0u);
+    ASSERT_LE(tail + length, header->capacity_bytes) << "the test's rings never wrap";
+    std::atomic_ref<uint64_t>(header->tail).store(tail + length, std::memory_order_release);
+  }
+
+  void AppendFill(Stream& stream, uint64_t address, uint64_t bytes) {
+    const neuron_rtd_fill_payload fill{
+        .device_address = address, .bytes = bytes, .pattern = 0x5a, .pattern_bytes = 1,
+        .reserved0 = 0};
+    Append(stream, NEURON_RTD_OP_FILL, &fill, sizeof(fill));
+  }
+
+  std::vector<uint64_t> Completions() {
+    absl::MutexLock lock(&log_.mutex);
+    return log_.streams;
+  }
+
+  // Waits until `count` commands have completed.
+  void AwaitCompletions(size_t count) {
+    auto done = [&] { return log_.streams.size() >= count; };
+    absl::MutexLock lock(&log_.mutex);
+    ASSERT_TRUE(log_.mutex.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(60)))
+        << log_.streams.size() << " of " << count << " completed";
+  }
+
+  CompletionLog log_;
+  std::unique_ptr<hal::Backend> backend_;
+  std::unique_ptr<memory::MemoryManager> memory_;
+  std::vector<std::shared_ptr<FakeSession>> sessions_;
+  std::map<uint64_t, uint64_t> sequences_;
+  uint64_t next_stream_id_ = 1;
+  std::unique_ptr<CoreQueue> queue_;
+};
+
+TEST_F(CoreQueueTest, ASessionWithManyStreamsGetsOneSessionsShare) {
+  constexpr int kStreamsOfA = 64;
+  constexpr int kRecordsPerStreamOfA = 8;
+  constexpr int kRecordsOfB = 256;
+  auto a = MakeSession(1);
+  auto b = MakeSession(2);
+  std::shared_ptr<Stream> b_stream = MakeStream(b);
+  for (int i = 0; i < kRecordsOfB; ++i) Append(*b_stream, NEURON_RTD_OP_SIGNAL);
+  std::vector<std::shared_ptr<Stream>> a_streams;
+  for (int i = 0; i < kStreamsOfA; ++i) {
+    a_streams.push_back(MakeStream(a));
+    for (int j = 0; j < kRecordsPerStreamOfA; ++j) Append(*a_streams.back(), NEURON_RTD_OP_SIGNAL);
+  }
+  // B first: its first completion holds the worker until every stream of A
+  // is attached, so that every round sees all of them.
+  ASSERT_TRUE(queue_->Attach(b_stream).ok());
+  for (const auto& stream : a_streams) ASSERT_TRUE(queue_->Attach(stream).ok());
+  log_.released.Notify();
+  AwaitCompletions(kRecordsOfB + kStreamsOfA * kRecordsPerStreamOfA);
+
+  const std::vector<uint64_t> order = Completions();
+  size_t of_a_before_b_finished = 0;
+  size_t b_seen = 0;
+  for (uint64_t stream : order) {
+    if (stream == b_stream->id()) {
+      if (++b_seen == kRecordsOfB) break;
+    } else {
+      ++of_a_before_b_finished;
+    }
+  }
+  // B ran 32 records a turn for 8 turns; A had 7 turns between, of 32
+  // records each, though it has 64 streams (it took 64 a turn when each
+  // stream had a budget of its own).
+  EXPECT_LE(of_a_before_b_finished, 8u * 32u);
+  // A's streams share its turns: its first 64 completions are of 64
+  // different streams.
+  std::vector<uint64_t> first_of_a;
+  for (uint64_t stream : order) {
+    if (stream != b_stream->id() && first_of_a.size() < kStreamsOfA) first_of_a.push_back(stream);
+  }
+  std::sort(first_of_a.begin(), first_of_a.end());
+  EXPECT_EQ(std::unique(first_of_a.begin(), first_of_a.end()) - first_of_a.begin(), kStreamsOfA);
+  for (const auto& stream : a_streams) EXPECT_EQ(stream->completed(), kRecordsPerStreamOfA);
+}
+
+TEST_F(CoreQueueTest, ALargeFillYieldsTheDmaEngineBetweenChunks) {
+  constexpr uint64_t kLarge = 512ull << 20;  // 64 chunks
+  constexpr uint64_t kSmall = 16ull << 20;   // 2 chunks
+  constexpr int kSmallFills = 4;
+  auto a = MakeSession(1, kLarge);
+  auto b = MakeSession(2, kSmall);
+  std::shared_ptr<Stream> a_stream = MakeStream(a);
+  std::shared_ptr<Stream> b_stream = MakeStream(b);
+  // A's first command holds the worker until B's stream is attached too.
+  Append(*a_stream, NEURON_RTD_OP_SIGNAL);
+  AppendFill(*a_stream, a->address(), kLarge);
+  for (int i = 0; i < kSmallFills; ++i) AppendFill(*b_stream, b->address(), kSmall);
+  ASSERT_TRUE(queue_->Attach(a_stream).ok());
+  ASSERT_TRUE(queue_->Attach(b_stream).ok());
+  log_.released.Notify();
+  AwaitCompletions(1 + 1 + kSmallFills);
+
+  // A's fill started first, and B's fills, issued one after the other, all
+  // finished before it: neither the worker nor the DMA engine was held by
+  // A's fill for its whole length.
+  const std::vector<uint64_t> order = Completions();
+  EXPECT_EQ(order.back(), a_stream->id());
+  EXPECT_EQ(a_stream->completed(), 2u);
+  EXPECT_EQ(b_stream->completed(), kSmallFills);
+  // Each chunk went on with the pattern where the last stopped.
+  for (uint64_t offset : {uint64_t{0}, uint64_t{(8ull << 20) - 1}, uint64_t{8ull << 20}, kLarge - 1}) {
+    uint8_t byte = 0;
+    ASSERT_TRUE(backend_->devices()[0]->CopyDeviceToHost(&byte, a->address() + offset, 1).ok());
+    EXPECT_EQ(byte, 0x5a) << "at " << offset;
+  }
+}
+
+}  // namespace
+}  // namespace neuron::rtd::queue
