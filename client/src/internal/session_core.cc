@@ -396,21 +396,31 @@ absl::StatusOr<uint64_t> StreamState::Submit(uint16_t opcode, std::span<const ui
     return FailureAt(UINT64_MAX);
   }
   const uint64_t position = tail_ % capacity_;
-  const uint64_t pad = capacity_ - position < length ? capacity_ - position : 0;
-  if (absl::Status space = WaitForSpace(pad + length); !space.ok()) return space;
-  if (pad > 0) {
+  if (capacity_ - position < length) {
+    // The record does not fit before the ring's end: pad to the end and
+    // publish the pad on its own. Waiting for pad and record at once could
+    // ask for more room than the ring has (a 4 KiB record in a 4 KiB ring).
+    const uint64_t pad = capacity_ - position;
+    if (absl::Status space = WaitForSpace(pad); !space.ok()) return space;
     neuron_rtd_record_header filler{};
     filler.length = static_cast<uint32_t>(pad);
     filler.opcode = NEURON_RTD_OP_PAD;
     std::memcpy(records_ + position, &filler, sizeof(filler));
     tail_ += pad;
+    if (absl::Status published = PublishTail(); !published.ok()) return published;
   }
+  if (absl::Status space = WaitForSpace(length); !space.ok()) return space;
   const uint64_t sequence = last_submitted_.load() + 1;
   neuron_rtd_encode_record(records_ + tail_ % capacity_, opcode, sequence, payload.data(),
                            static_cast<uint32_t>(payload.size()), op_name.data(),
                            static_cast<uint32_t>(op_name.size()));
   tail_ += length;
   last_submitted_.store(sequence);
+  if (absl::Status published = PublishTail(); !published.ok()) return published;
+  return sequence;
+}
+
+absl::Status StreamState::PublishTail() {
   std::atomic_ref<uint64_t>(header_->tail).store(tail_, std::memory_order_release);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (std::atomic_ref<uint32_t>(header_->consumer_sleeping).load(std::memory_order_seq_cst) != 0) {
@@ -419,7 +429,7 @@ absl::StatusOr<uint64_t> StreamState::Submit(uint16_t opcode, std::span<const ui
       return absl::ErrnoToStatus(errno, "ringing the stream's doorbell");
     }
   }
-  return sequence;
+  return absl::OkStatus();
 }
 
 }  // namespace neuronrt::internal

@@ -131,6 +131,8 @@ class StreamState : public std::enable_shared_from_this<StreamState> {
   // each is reported once.
   absl::Status TakeOperatorError(uint64_t value) const;
   absl::Status WaitForSpace(uint64_t needed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Publishes tail_ to the daemon and rings the doorbell if it sleeps.
+  absl::Status PublishTail() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const std::shared_ptr<SessionCore> session_;
   const uint64_t id_;

@@ -18,6 +18,7 @@
 
 #include "absl/time/clock.h"
 #include "e2e/data_plane_fixture.h"
+#include "e2e/eager_op_builders.h"
 #include "e2e/raw_session.h"
 #include "neuronrt/session.h"
 #include "nlohmann/json.hpp"
@@ -132,6 +133,26 @@ TEST_F(DataPlaneTest, BuiltinAddKernelRunsOnTheCore) {
                              std::span(reinterpret_cast<const uint8_t*>(&count), 8), "add")
                   .ok());
   EXPECT_THAT(stream->Synchronize().message(), HasSubstr("past the end of segment"));
+}
+
+TEST_F(DataPlaneTest, RecordsAsLargeAsTheSmallestRingGoThroughIt) {
+  auto session = *neuronrt::Session::Open(
+      {.client = {.address = address()}, .ring_bytes = NEURON_RTD_MIN_RING_BYTES});
+  const uint64_t neg = *session->LoadExecutable(testing::NegBody(4));
+  auto buffer = *session->Allocate(0, 4096);
+  std::vector<uint64_t> addresses(NEURON_RTD_MAX_LAUNCH_ARGS, buffer.device_address);
+  addresses[1] = buffer.device_address + 1024;
+  // Every address and as many scalars as fit: a record of nearly 4 KiB,
+  // which after any other record must wait for the ring's end to be padded
+  // and consumed (it once waited for more room than the ring has).
+  std::vector<uint8_t> scalars(NEURON_RTD_MAX_RECORD_BYTES - 64 -
+                               NEURON_RTD_MAX_LAUNCH_ARGS * sizeof(uint64_t));
+  auto stream = *session->CreateStream(0);
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(stream->Launch(neg, std::span(addresses.data(), 2), {}).ok());
+    ASSERT_TRUE(stream->Launch(neg, addresses, scalars).ok());
+  }
+  EXPECT_TRUE(stream->Synchronize().ok());
 }
 
 TEST_F(DataPlaneTest, EventsOrderStreamsOnTheSameAndOtherCores) {
