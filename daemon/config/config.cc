@@ -149,6 +149,8 @@ absl::Status ApplyBounded(const Value& value, DaemonConfig& config) {
 template <auto Field, int64_t kMinimum, int64_t kMaximum>
 constexpr auto kSessionKey = ApplyBounded<&DaemonConfig::session, Field, kMinimum, kMaximum>;
 template <auto Field, int64_t kMinimum, int64_t kMaximum>
+constexpr auto kSimKey = ApplyBounded<&DaemonConfig::sim, Field, kMinimum, kMaximum>;
+template <auto Field, int64_t kMinimum, int64_t kMaximum>
 constexpr auto kExecutablesKey =
     ApplyBounded<&DaemonConfig::executables, Field, kMinimum, kMaximum>;
 
@@ -164,6 +166,8 @@ constexpr std::array kKeys = {
     KeySpec{"device", "backend", ValueKind::kString, ApplyBackend},
     KeySpec{"device", "logical_nc_config", ValueKind::kInteger, ApplyLogicalNcConfig},
     KeySpec{"sim", "preset", ValueKind::kString, ApplySimPreset},
+    KeySpec{"sim", "max_launch_host_bytes", ValueKind::kInteger,
+            kSimKey<&SimConfig::max_launch_host_bytes, 1 << 20, kTiB>},
     KeySpec{"session", "max_hbm_bytes", ValueKind::kInteger,
             kSessionKey<&SessionSettings::max_hbm_bytes, 0, 64 * kTiB>},
     KeySpec{"session", "max_streams", ValueKind::kInteger,

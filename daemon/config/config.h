@@ -46,6 +46,9 @@ struct DeviceConfig {
 
 struct SimConfig {
   std::string preset = "dev";
+  // Host memory the CPU kernels of one launch may hold at once; a kernel
+  // that asks for more fails as an operator error.
+  uint64_t max_launch_host_bytes = 4ull << 30;
 };
 
 // Limits of each session (each client process).

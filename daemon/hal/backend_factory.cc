@@ -10,7 +10,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
   if (options.kind == "sim") {
     absl::StatusOr<std::unique_ptr<sim::SimBackend>> backend = sim::CreateSimBackend(
         sim::SimOptions{.preset = options.sim_preset,
-                        .logical_nc_config = options.logical_nc_config},
+                        .logical_nc_config = options.logical_nc_config,
+                        .max_launch_host_bytes = options.sim_max_launch_host_bytes},
         sys_calls);
     if (!backend.ok()) return backend.status();
     return std::unique_ptr<Backend>(*std::move(backend));

@@ -20,6 +20,8 @@ struct BackendOptions {
   uint32_t logical_nc_config = 0;
   // The sim's topology preset.
   std::string sim_preset;
+  // Host memory the sim's CPU kernels may hold during one launch.
+  uint64_t sim_max_launch_host_bytes = 4ull << 30;
 };
 
 // INVALID_ARGUMENT naming the known kinds for an unknown one; the backend's

@@ -90,7 +90,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
   absl::StatusOr<std::unique_ptr<hal::Backend>> backend =
       hal::CreateBackend(hal::BackendOptions{.kind = config.device.backend,
                                              .logical_nc_config = config.device.logical_nc_config,
-                                             .sim_preset = config.sim.preset},
+                                             .sim_preset = config.sim.preset,
+                                             .sim_max_launch_host_bytes =
+                                                 config.sim.max_launch_host_bytes},
                          sys_calls);
   if (!backend.ok()) return backend.status();
 

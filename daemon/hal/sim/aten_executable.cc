@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/hal/device.h"
+#include "daemon/hal/sim/launch_host_budget.h"
 
 namespace neuron::rtd::hal::sim {
 namespace {
@@ -444,13 +445,15 @@ absl::StatusOr<std::unique_ptr<Executable>> PrepareAtenExecutable(const Executab
 
 absl::Status DispatchAtenExecutable(HbmArena& arena, const Executable& executable,
                                     std::span<const uint64_t> bindings,
-                                    std::span<const uint8_t> immediates) {
+                                    std::span<const uint8_t> immediates,
+                                    uint64_t max_host_bytes) {
   const auto* aten = dynamic_cast<const AtenExecutable*>(&executable);
   if (aten == nullptr) {
     return absl::InvalidArgumentError("the executable was not prepared by the sim backend");
   }
   const std::string& qualified = aten->qualified;
   try {
+    LaunchHostBudget budget(max_host_bytes);
     return Run(arena, *aten, bindings, immediates);
   } catch (const c10::Error& error) {
     const bool out_of_memory = dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr;

@@ -28,10 +28,13 @@ absl::StatusOr<std::unique_ptr<Executable>> PrepareAtenExecutable(const Executab
 // batch norm does not compute) leaves that output's contents unspecified,
 // as on an accelerator whose kernel allocates them and never writes them.
 // The operator's own errors come back as INVALID_ARGUMENT (or
-// RESOURCE_EXHAUSTED) carrying kOperatorErrorTypePayload.
+// RESOURCE_EXHAUSTED) carrying kOperatorErrorTypePayload; so does a kernel
+// that asks for more than `max_host_bytes` of host memory at once
+// (LaunchHostBudget).
 absl::Status DispatchAtenExecutable(HbmArena& arena, const Executable& executable,
                                     std::span<const uint64_t> bindings,
-                                    std::span<const uint8_t> immediates);
+                                    std::span<const uint8_t> immediates,
+                                    uint64_t max_host_bytes);
 
 }  // namespace neuron::rtd::hal::sim
 

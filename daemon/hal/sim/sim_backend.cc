@@ -37,7 +37,8 @@ absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& o
       return absl::Status(arena.status().code(), absl::StrCat("device ", info.index, ": ",
                                                               arena.status().message()));
     }
-    devices.push_back(std::make_unique<SimDevice>(std::move(info), *std::move(arena)));
+    devices.push_back(std::make_unique<SimDevice>(std::move(info), *std::move(arena),
+                                                  options.max_launch_host_bytes));
   }
   return std::make_unique<SimBackend>(std::move(devices));
 }

@@ -22,6 +22,8 @@ struct SimOptions {
   std::string preset{kDefaultSimPreset};
   // Physical cores per logical core; 0 takes the preset's default.
   uint32_t logical_nc_config = 0;
+  // Host memory the CPU kernels of one launch may hold at once.
+  uint64_t max_launch_host_bytes = 4ull << 30;
 };
 
 class SimBackend final : public Backend {

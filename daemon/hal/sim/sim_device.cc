@@ -67,7 +67,8 @@ absl::Status SimDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
 
 absl::Status SimDevice::Dispatch(const Executable& executable, std::span<const uint64_t> bindings,
                                  std::span<const uint8_t> immediates) {
-  return DispatchAtenExecutable(*arena_, executable, bindings, immediates);
+  return DispatchAtenExecutable(*arena_, executable, bindings, immediates,
+                                max_launch_host_bytes_);
 }
 
 }  // namespace neuron::rtd::hal::sim

@@ -18,8 +18,10 @@ inline constexpr uint64_t kDeviceAddressStride = uint64_t{1} << 40;
 
 class SimDevice final : public Device {
  public:
-  SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena)
-      : info_(std::move(info)), arena_(std::move(arena)) {}
+  SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena, uint64_t max_launch_host_bytes)
+      : info_(std::move(info)),
+        arena_(std::move(arena)),
+        max_launch_host_bytes_(max_launch_host_bytes) {}
 
   const DeviceInfo& info() const override { return info_; }
   DeviceRange hbm() const override { return arena_->range(); }
@@ -44,6 +46,7 @@ class SimDevice final : public Device {
  private:
   const DeviceInfo info_;
   const std::unique_ptr<HbmArena> arena_;
+  const uint64_t max_launch_host_bytes_;
 };
 
 }  // namespace neuron::rtd::hal::sim

@@ -878,9 +878,9 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   // A full executable cache is not device memory: no OutOfMemoryError.
   TORCH_CHECK(id.status().code() != absl::StatusCode::kResourceExhausted, "loading ",
               info.qualified, " into neuron-rtd: ", std::string(id.status().message()),
-              ". Every distinct operator signature (dtypes, shapes, strides) is an executable; "
-              "programs whose shapes change on every step fill the cache (pad or bucket "
-              "them), and restarting neuron-rtd empties it");
+              ". Every distinct operator signature (dtypes, shapes, strides) is an executable "
+              "this process holds until it exits; programs whose shapes change on every step "
+              "fill the cache or the user's quota (pad or bucket them)");
   ThrowIfError(id.status(), absl::StrFormat("loading %s into neuron-rtd", info.qualified));
   plan->executable_id = *id;
   executables_loaded.fetch_add(1, std::memory_order_relaxed);

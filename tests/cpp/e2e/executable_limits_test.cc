@@ -1,6 +1,7 @@
-// The executable cache seen by clients: sessions hold what they load, can
-// launch only what they hold, unload it, and a full cache evicts what no
-// live session holds; neuronctl shows it and clears it.
+// What executables can make the daemon hold, seen by clients: sessions hold
+// what they load, can launch only what they hold, unload it, and a full
+// cache evicts what no live session holds (neuronctl shows it and clears
+// it); a launch's CPU kernels are bounded in host memory.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,7 +22,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::NegBody;
 
-class ExecutableCacheE2eTest : public ::testing::Test {
+class ExecutableLimitsTest : public ::testing::Test {
  protected:
   void StartDaemon(const std::string& config_toml = "") {
     socket_ = dir_.Join("rtd.sock");
@@ -54,7 +55,7 @@ class ExecutableCacheE2eTest : public ::testing::Test {
   std::unique_ptr<testing::Subprocess> daemon_;
 };
 
-TEST_F(ExecutableCacheE2eTest, ASessionLaunchesOnlyWhatItHolds) {
+TEST_F(ExecutableLimitsTest, ASessionLaunchesOnlyWhatItHolds) {
   StartDaemon();
   auto owner = OpenSession();
   auto other = OpenSession();
@@ -74,7 +75,7 @@ TEST_F(ExecutableCacheE2eTest, ASessionLaunchesOnlyWhatItHolds) {
   EXPECT_TRUE(fresh->Synchronize().ok());
 }
 
-TEST_F(ExecutableCacheE2eTest, AnUnloadedExecutableCannotBeLaunched) {
+TEST_F(ExecutableLimitsTest, AnUnloadedExecutableCannotBeLaunched) {
   StartDaemon();
   auto session = OpenSession();
   ASSERT_TRUE(session);
@@ -99,7 +100,7 @@ TEST_F(ExecutableCacheE2eTest, AnUnloadedExecutableCannotBeLaunched) {
   EXPECT_THAT(stream->Synchronize().message(), HasSubstr("is not loaded in this session"));
 }
 
-TEST_F(ExecutableCacheE2eTest, AFullCacheEvictsWhatNoLiveSessionHolds) {
+TEST_F(ExecutableLimitsTest, AFullCacheEvictsWhatNoLiveSessionHolds) {
   // 1 MiB: about 250 eager ops of ~4 KiB charged each.
   StartDaemon("[executables]\nmax_cache_bytes = 1048576\n");
   int loaded = 0;
@@ -139,7 +140,7 @@ TEST_F(ExecutableCacheE2eTest, AFullCacheEvictsWhatNoLiveSessionHolds) {
   EXPECT_LE(cache["memory_bytes"], 1048576);
 }
 
-TEST_F(ExecutableCacheE2eTest, EachUserHoldsAtMostItsQuota) {
+TEST_F(ExecutableLimitsTest, EachUserHoldsAtMostItsQuota) {
   StartDaemon("[executables]\nmax_bytes_per_user = 1048576\n");
   auto session = OpenSession();
   ASSERT_TRUE(session);
@@ -165,7 +166,7 @@ TEST_F(ExecutableCacheE2eTest, EachUserHoldsAtMostItsQuota) {
   EXPECT_TRUE(second->LoadExecutable(NegBody(999)).ok());
 }
 
-TEST_F(ExecutableCacheE2eTest, NeuronctlClearsWhatNoSessionHolds) {
+TEST_F(ExecutableLimitsTest, NeuronctlClearsWhatNoSessionHolds) {
   StartDaemon();
   auto session = OpenSession();
   ASSERT_TRUE(session);
@@ -186,6 +187,27 @@ TEST_F(ExecutableCacheE2eTest, NeuronctlClearsWhatNoSessionHolds) {
       {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "cache"});
   EXPECT_THAT(text.out, HasSubstr("executables  1 (1 held by live sessions)"));
   EXPECT_EQ(*session->LoadExecutable(NegBody(1)), kept);
+}
+
+TEST_F(ExecutableLimitsTest, AKernelAskingForTooMuchHostMemoryFailsOnlyItsCommand) {
+  StartDaemon("[sim]\nmax_launch_host_bytes = 1048576\n");
+  auto session = OpenSession();
+  ASSERT_TRUE(session);
+  constexpr int64_t kLarge = 512 << 10;  // floats: a 2 MiB result
+  auto buffer = *session->Allocate(0, 2 * kLarge * 4);
+  const uint64_t addresses[] = {buffer.device_address, buffer.device_address + kLarge * 4};
+  const uint64_t large = *session->LoadExecutable(NegBody(kLarge));
+  const uint64_t small = *session->LoadExecutable(NegBody(4));
+  auto stream = *session->CreateStream(0);
+  ASSERT_TRUE(stream->Launch(large, addresses, {}).ok());
+  absl::Status refused = stream->Synchronize();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(), HasSubstr("[sim] max_launch_host_bytes"));
+  EXPECT_EQ(refused.GetPayload(neuronrt::kOperatorErrorTypePayload).value_or(absl::Cord()),
+            "OutOfMemoryError");
+  // An operator error: the stream goes on.
+  ASSERT_TRUE(stream->Launch(small, addresses, {}).ok());
+  EXPECT_TRUE(stream->Synchronize().ok());
 }
 
 }  // namespace
