@@ -12,6 +12,8 @@
 #                           Python suite against the sanitized daemon
 #   deploy/dev.sh fuzz [SECONDS]  build every fuzz target with Clang's libFuzzer, AddressSanitizer
 #                           and UBSan (in build-fuzz/), run each for SECONDS (default 60)
+#   deploy/dev.sh chaos [N]  build, run the chaos tests (clients and daemons killed at random,
+#                           leaks checked) N times each (default 100; CTest runs 5)
 #
 # Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
 # PYTHON (interpreter that creates .venv; default: python3).
@@ -200,6 +202,13 @@ cmd_fuzz() {
   log "fuzzing: no crash"
 }
 
+cmd_chaos() {
+  local repetitions="${1:-100}"
+  cmd_build
+  log "chaos tests, $repetitions repetitions each"
+  NEURON_CHAOS_REPETITIONS="$repetitions" "$BUILD_DIR/bin/chaos_test"
+}
+
 cmd_bench() {
   cmd_build
   "$VENV/bin/python" "$ROOT/bench/run.py" --build-dir "$BUILD_DIR"
@@ -212,8 +221,9 @@ case "${1:-}" in
   bench) cmd_bench ;;
   sanitize) cmd_sanitize ;;
   fuzz) shift; cmd_fuzz "$@" ;;
+  chaos) shift; cmd_chaos "$@" ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

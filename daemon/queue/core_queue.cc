@@ -114,6 +114,9 @@ void CoreQueue::Detach(Stream& stream) {
     std::erase_if(group.streams, [&](const auto& attached) { return attached.get() == &stream; });
   }
   std::erase_if(sessions_, [](const SessionStreams& group) { return group.streams.empty(); });
+  // The worker may be asleep holding its copy of the list, and with it the
+  // stream (its ring, doorbell and completion page): it lets go once woken.
+  Wake();
 }
 
 void CoreQueue::Wake() {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "daemon/common/os_sys_calls.h"
 #include "daemon/hal/backend_factory.h"
 #include "daemon/memory/memory_manager.h"
@@ -32,6 +33,7 @@ struct CompletionLog {
   absl::Mutex mutex;
   std::vector<uint64_t> streams ABSL_GUARDED_BY(mutex);
   // Holds the worker inside its first completion until released.
+  absl::Notification held;
   absl::Notification released;
   std::atomic<bool> first{true};
 };
@@ -67,7 +69,10 @@ class FakeSession final : public ExecutionContext {
       absl::MutexLock lock(&log_.mutex);
       log_.streams.push_back(stream.id());
     }
-    if (log_.first.exchange(false)) log_.released.WaitForNotification();
+    if (log_.first.exchange(false)) {
+      log_.held.Notify();
+      log_.released.WaitForNotification();
+    }
   }
   void OnStreamError(const StreamError& error) override {
     ADD_FAILURE() << "stream " << error.stream_id << ": " << error.message;
@@ -181,8 +186,9 @@ TEST_F(CoreQueueTest, ASessionWithManyStreamsGetsOneSessionsShare) {
     for (int j = 0; j < kRecordsPerStreamOfA; ++j) Append(*a_streams.back(), NEURON_RTD_OP_SIGNAL);
   }
   // B first: its first completion holds the worker until every stream of A
-  // is attached, so that every round sees all of them.
+  // is attached, so that every later round sees all of them.
   ASSERT_TRUE(queue_->Attach(b_stream).ok());
+  log_.held.WaitForNotification();
   for (const auto& stream : a_streams) ASSERT_TRUE(queue_->Attach(stream).ok());
   log_.released.Notify();
   AwaitCompletions(kRecordsOfB + kStreamsOfA * kRecordsPerStreamOfA);
@@ -225,6 +231,7 @@ TEST_F(CoreQueueTest, ALargeFillYieldsTheDmaEngineBetweenChunks) {
   AppendFill(*a_stream, a->address(), kLarge);
   for (int i = 0; i < kSmallFills; ++i) AppendFill(*b_stream, b->address(), kSmall);
   ASSERT_TRUE(queue_->Attach(a_stream).ok());
+  log_.held.WaitForNotification();
   ASSERT_TRUE(queue_->Attach(b_stream).ok());
   log_.released.Notify();
   AwaitCompletions(1 + 1 + kSmallFills);
@@ -242,6 +249,31 @@ TEST_F(CoreQueueTest, ALargeFillYieldsTheDmaEngineBetweenChunks) {
     ASSERT_TRUE(backend_->devices()[0]->CopyDeviceToHost(&byte, a->address() + offset, 1).ok());
     EXPECT_EQ(byte, 0x5a) << "at " << offset;
   }
+}
+
+TEST_F(CoreQueueTest, ADetachedStreamIsLetGoEvenWhileTheQueueSleeps) {
+  auto session = MakeSession(1);
+  std::shared_ptr<Stream> stream = MakeStream(session);
+  ASSERT_TRUE(queue_->Attach(stream).ok());
+  // The idle worker goes to sleep holding its list of streams; it says so
+  // in the ring.
+  auto* header = reinterpret_cast<neuron_rtd_ring_header*>(stream->ring().data());
+  auto asleep = [&] {
+    return std::atomic_ref<uint32_t>(header->consumer_sleeping).load() != 0;
+  };
+  for (const absl::Time until = absl::Now() + absl::Seconds(30); !asleep() && absl::Now() < until;) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(asleep());
+  queue_->Detach(*stream);
+  std::weak_ptr<Stream> released = stream;
+  stream.reset();
+  // A stream kept would keep its ring, doorbell and completion page: a dead
+  // client's file descriptors and shared memory, until some other command
+  // woke the core.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!released.expired() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  EXPECT_TRUE(released.expired());
 }
 
 }  // namespace
