@@ -161,7 +161,7 @@ cmd_sanitize() {
   log "sanitizers: clean"
 }
 
-FUZZ_TARGETS=(record_decoder_fuzz executable_load_fuzz)
+FUZZ_TARGETS=(record_decoder_fuzz executable_load_fuzz rpc_fuzz)
 
 cmd_fuzz() {
   local seconds="${1:-60}"

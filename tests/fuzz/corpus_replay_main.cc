@@ -2,20 +2,21 @@
 // of the directories (or files) named on the command line is run, then
 // mutations of it made with a fixed seed (bit flips, truncations, byte
 // insertions, splices of two seeds), so that CTest exercises the target the
-// same way on every build.
+// same way on every build. --mutations=N sets the mutations per seed.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <string>
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
-constexpr int kMutationsPerSeed = 20000;
+constexpr int kDefaultMutationsPerSeed = 20000;
 
 std::vector<uint8_t> ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -57,8 +58,14 @@ std::vector<uint8_t> Mutate(const std::vector<uint8_t>& seed, const std::vector<
 
 int main(int argc, char** argv) {
   std::vector<std::vector<uint8_t>> seeds;
+  int mutations_per_seed = kDefaultMutationsPerSeed;
   for (int i = 1; i < argc; ++i) {
-    const std::filesystem::path path(argv[i]);
+    const std::string argument = argv[i];
+    if (argument.starts_with("--mutations=")) {
+      mutations_per_seed = std::stoi(argument.substr(12));
+      continue;
+    }
+    const std::filesystem::path path(argument);
     if (std::filesystem::is_directory(path)) {
       for (const auto& entry : std::filesystem::directory_iterator(path)) {
         if (entry.is_regular_file()) seeds.push_back(ReadFile(entry.path()));
@@ -68,7 +75,7 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds.empty()) {
-    std::fprintf(stderr, "usage: %s CORPUS_DIR_OR_FILE...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--mutations=N] CORPUS_DIR_OR_FILE...\n", argv[0]);
     return 2;
   }
   std::mt19937_64 random(20261201);
@@ -76,7 +83,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < seeds.size(); ++i) {
     LLVMFuzzerTestOneInput(seeds[i].data(), seeds[i].size());
     ++runs;
-    for (int m = 0; m < kMutationsPerSeed; ++m) {
+    for (int m = 0; m < mutations_per_seed; ++m) {
       const std::vector<uint8_t> input = Mutate(seeds[i], seeds[random() % seeds.size()], random);
       LLVMFuzzerTestOneInput(input.data(), input.size());
       ++runs;

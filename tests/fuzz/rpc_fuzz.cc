@@ -1,0 +1,217 @@
+// libFuzzer target for every Runtime and Admin RPC: a real daemon runs in
+// this process on a private socket and each input is one call to it. The
+// input's first byte picks the method, the second its flags, the rest is the
+// request message (protobuf wire format); flag bit 0 replaces the request's
+// session_id with a live session of this process, so that the handlers get
+// past the session check. Whatever a client sends, the daemon must answer
+// or refuse it, never crash or hang (a call gets 10 s). With GCC,
+// corpus_replay_main.cc drives it over tests/fuzz/corpus/rpc.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/stubs/logging.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/common/logging.h"
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/server/daemon.h"
+#include "neuron/rtd/v1/admin.grpc.pb.h"
+#include "neuron/rtd/v1/runtime.grpc.pb.h"
+#include "neuronrt/session.h"
+
+namespace {
+
+namespace v1 = neuron::rtd::v1;
+using google::protobuf::Message;
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "rpc_fuzz: %s\n", what);
+    std::abort();
+  }
+}
+
+void SetDeadline(grpc::ClientContext& context) {
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+}
+
+// Calls that do not answer within the deadline are hangs: a finding.
+void CheckAnswered(const grpc::Status& status, const std::string& method) {
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    std::fprintf(stderr, "rpc_fuzz: %s did not answer within 10 s\n", method.c_str());
+    std::abort();
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    std::fprintf(stderr, "rpc_fuzz: the daemon stopped answering after %s: %s\n",
+                 method.c_str(), status.error_message().c_str());
+    std::abort();
+  }
+}
+
+struct Method {
+  std::string name;
+  std::function<std::unique_ptr<Message>()> make_request;
+  std::function<grpc::Status(const Message&)> call;
+};
+
+template <typename Stub, typename Request, typename Response>
+Method Unary(std::string name, Stub* stub,
+             grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*)) {
+  return Method{.name = std::move(name),
+                .make_request = [] { return std::make_unique<Request>(); },
+                .call = [stub, method](const Message& request) {
+                  grpc::ClientContext context;
+                  SetDeadline(context);
+                  Response response;
+                  return (stub->*method)(&context, static_cast<const Request&>(request),
+                                         &response);
+                }};
+}
+
+class Harness {
+ public:
+  Harness() {
+    google::protobuf::SetLogHandler(nullptr);
+    neuron::rtd::InitLogging("off");
+    char pattern[] = "/tmp/rpc-fuzz-XXXXXX";
+    Check(::mkdtemp(pattern) != nullptr, "mkdtemp");
+    neuron::rtd::DaemonConfig config;
+    config.server.socket_path = std::string(pattern) + "/rtd.sock";
+    // Sessions the inputs open and never attach go quickly.
+    config.session.attach_timeout_ms = 100;
+    config.session.max_sessions = 65536;
+    config.session.max_sessions_per_user = 65536;
+    auto daemon = neuron::rtd::Daemon::Create(config, neuron::rtd::DefaultOsSysCalls());
+    Check(daemon.ok(), "creating the daemon");
+    daemon_ = *std::move(daemon);
+    Check(daemon_->Start().ok(), "starting the daemon");
+    address_ = "unix:" + config.server.socket_path;
+    auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+    runtime_ = v1::Runtime::NewStub(channel);
+    admin_ = v1::Admin::NewStub(channel);
+    methods_ = {
+        Unary("GetRuntimeInfo", runtime_.get(), &v1::Runtime::Stub::GetRuntimeInfo),
+        Unary("ListDevices", runtime_.get(), &v1::Runtime::Stub::ListDevices),
+        Unary("OpenSession", runtime_.get(), &v1::Runtime::Stub::OpenSession),
+        Unary("CloseSession", runtime_.get(), &v1::Runtime::Stub::CloseSession),
+        Unary("AllocateSegment", runtime_.get(), &v1::Runtime::Stub::AllocateSegment),
+        Unary("FreeSegment", runtime_.get(), &v1::Runtime::Stub::FreeSegment),
+        Unary("CreateStream", runtime_.get(), &v1::Runtime::Stub::CreateStream),
+        Unary("DestroyStream", runtime_.get(), &v1::Runtime::Stub::DestroyStream),
+        Unary("RegisterHostMemory", runtime_.get(), &v1::Runtime::Stub::RegisterHostMemory),
+        Unary("UnregisterHostMemory", runtime_.get(), &v1::Runtime::Stub::UnregisterHostMemory),
+        Unary("LookupExecutable", runtime_.get(), &v1::Runtime::Stub::LookupExecutable),
+        LoadExecutable(),
+        Unary("UnloadExecutable", runtime_.get(), &v1::Runtime::Stub::UnloadExecutable),
+        Unary("CreateCommunicatorId", runtime_.get(), &v1::Runtime::Stub::CreateCommunicatorId),
+        Unary("InitCommunicator", runtime_.get(), &v1::Runtime::Stub::InitCommunicator),
+        Unary("DestroyCommunicator", runtime_.get(), &v1::Runtime::Stub::DestroyCommunicator),
+        Unary("GetStreamErrors", runtime_.get(), &v1::Runtime::Stub::GetStreamErrors),
+        Unary("Health", admin_.get(), &v1::Admin::Stub::Health),
+        Unary("Admin.ListDevices", admin_.get(), &v1::Admin::Stub::ListDevices),
+        Unary("ListSessions", admin_.get(), &v1::Admin::Stub::ListSessions),
+        Unary("KillSession", admin_.get(), &v1::Admin::Stub::KillSession),
+        Unary("ResetDevice", admin_.get(), &v1::Admin::Stub::ResetDevice),
+        Unary("GetStats", admin_.get(), &v1::Admin::Stub::GetStats),
+        Unary("GetCacheInfo", admin_.get(), &v1::Admin::Stub::GetCacheInfo),
+        Unary("ClearCache", admin_.get(), &v1::Admin::Stub::ClearCache),
+        Unary("Drain", admin_.get(), &v1::Admin::Stub::Drain),
+    };
+  }
+
+  void Run(const uint8_t* data, size_t size) {
+    if (size < 2) return;
+    const Method& method = methods_[data[0] % methods_.size()];
+    std::unique_ptr<Message> request = method.make_request();
+    if (!request->ParseFromArray(data + 2, static_cast<int>(size - 2))) return;
+    if ((data[1] & 1) != 0) UseLiveSession(*request);
+    CheckAnswered(method.call(*request), method.name);
+    // Undo what would stop the next inputs from reaching the handlers.
+    if (method.name == "Drain") {
+      v1::DrainRequest serve;
+      serve.set_enable(false);
+      CheckAnswered(method.call(serve), "Drain");
+    }
+  }
+
+ private:
+  Method LoadExecutable() {
+    return Method{.name = "LoadExecutable",
+                  .make_request = [] { return std::make_unique<v1::LoadExecutableChunk>(); },
+                  .call = [this](const Message& chunk) {
+                    grpc::ClientContext context;
+                    SetDeadline(context);
+                    v1::LoadExecutableResponse response;
+                    auto writer = runtime_->LoadExecutable(&context, &response);
+                    writer->Write(static_cast<const v1::LoadExecutableChunk&>(chunk));
+                    writer->WritesDone();
+                    return writer->Finish();
+                  }};
+  }
+
+  // Sets every session_id field (at any depth of the first level) to this
+  // process's live session, reopening it when an input ended it.
+  void UseLiveSession(Message& request) {
+    if (session_ == nullptr || !SessionAlive()) {
+      session_.reset();
+      auto session = neuronrt::Session::Open({.client = {.address = address_}});
+      Check(session.ok(), "opening the live session");
+      session_ = *std::move(session);
+    }
+    auto set = [&](Message& message) {
+      const google::protobuf::FieldDescriptor* field =
+          message.GetDescriptor()->FindFieldByName("session_id");
+      if (field != nullptr && field->type() == google::protobuf::FieldDescriptor::TYPE_UINT64 &&
+          !field->is_repeated()) {
+        message.GetReflection()->SetUInt64(&message, field, session_->id());
+      }
+    };
+    set(request);
+    const google::protobuf::Reflection* reflection = request.GetReflection();
+    const google::protobuf::Descriptor* descriptor = request.GetDescriptor();
+    for (int i = 0; i < descriptor->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor* field = descriptor->field(i);
+      if (field->type() == google::protobuf::FieldDescriptor::TYPE_MESSAGE &&
+          !field->is_repeated()) {
+        set(*reflection->MutableMessage(&request, field));
+      }
+    }
+  }
+
+  bool SessionAlive() {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::ListSessionsResponse sessions;
+    CheckAnswered(admin_->ListSessions(&context, v1::ListSessionsRequest(), &sessions),
+                  "ListSessions");
+    for (const v1::SessionInfo& session : sessions.sessions()) {
+      if (session.session_id() == session_->id()) return true;
+    }
+    return false;
+  }
+
+  std::unique_ptr<neuron::rtd::Daemon> daemon_;
+  std::string address_;
+  std::unique_ptr<v1::Runtime::Stub> runtime_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
+  std::vector<Method> methods_;
+  std::unique_ptr<neuronrt::Session> session_;
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Leaked: the daemon serves until the process exits.
+  static Harness* harness = new Harness();
+  harness->Run(data, size);
+  return 0;
+}
