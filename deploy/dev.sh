@@ -14,6 +14,8 @@
 #                           and UBSan (in build-fuzz/), run each for SECONDS (default 60)
 #   deploy/dev.sh chaos [N]  build, run the chaos tests (clients and daemons killed at random,
 #                           leaks checked) N times each (default 100; CTest runs 5)
+#   deploy/dev.sh models  build, run every model of the model suite (tests/models) against its
+#                           CPU twin; prints N/M models (`test` runs the small ones)
 #
 # Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
 # PYTHON (interpreter that creates .venv; default: python3).
@@ -35,6 +37,11 @@ APT_PACKAGES=(
   python3-dev python3-venv procps
 )
 PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
+# Test-only Python packages (the model suite), pinned. torchvision and timm go
+# in without their dependencies, which would replace the CPU torch with
+# PyPI's CUDA build.
+TEST_PYTHON_PACKAGES=(pillow==13.0.0 PyYAML==6.0.4 huggingface_hub==2.4.0 safetensors==0.8.0)
+TEST_PYTHON_PACKAGES_NO_DEPS=(torchvision==0.28.0 timm==1.0.31)
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
 die() { printf '[dev.sh] error: %s\n' "$*" >&2; exit 1; }
@@ -77,6 +84,22 @@ PY
   fi
 }
 
+ensure_test_packages() {
+  ensure_venv
+  if ! "$VENV/bin/python" - "${TEST_PYTHON_PACKAGES[@]}" "${TEST_PYTHON_PACKAGES_NO_DEPS[@]}" \
+      <<'PY' 2>/dev/null; then
+import sys, importlib.metadata as md
+for pin in sys.argv[1:]:
+    name, version = pin.split("==")
+    assert md.version(name) == version, pin
+PY
+    log "installing the test packages ${TEST_PYTHON_PACKAGES[*]} ${TEST_PYTHON_PACKAGES_NO_DEPS[*]}"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${TEST_PYTHON_PACKAGES[@]}"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+      "${TEST_PYTHON_PACKAGES_NO_DEPS[@]}"
+  fi
+}
+
 # One build: pip (scikit-build-core) drives the top-level CMake in
 # $BUILD_DIR, which also holds the C++ tests, and installs torch_neuronx into
 # .venv in editable mode (Python files from torch_plugin/, the extension and
@@ -94,12 +117,11 @@ cmd_build() {
 
 cmd_test() {
   cmd_build
+  ensure_test_packages
   log "running C++ tests (CTest)"
   (cd "$BUILD_DIR" && ctest --output-on-failure --parallel "$(nproc)" --timeout 300)
-  if compgen -G "$ROOT/tests/python/test_*.py" >/dev/null; then
-    log "running Python tests (pytest)"
-    "$VENV/bin/python" -m pytest -q "$ROOT/tests/python"
-  fi
+  log "running Python tests (pytest), and the small models of the model suite"
+  "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models"
   # The fast slice of `sanitize`: the C++ suites under ASan and UBSan.
   sanitized_cpp_tests
 }
@@ -202,6 +224,13 @@ cmd_fuzz() {
   log "fuzzing: no crash"
 }
 
+cmd_models() {
+  cmd_build
+  ensure_test_packages
+  log "the model suite: every model against its CPU twin"
+  NEURON_MODELS=all "$VENV/bin/python" -m pytest -q "$ROOT/tests/models"
+}
+
 cmd_chaos() {
   local repetitions="${1:-100}"
   cmd_build
@@ -222,8 +251,9 @@ case "${1:-}" in
   sanitize) cmd_sanitize ;;
   fuzz) shift; cmd_fuzz "$@" ;;
   chaos) shift; cmd_chaos "$@" ;;
+  models) cmd_models ;;
   *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

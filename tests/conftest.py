@@ -1,6 +1,7 @@
-"""Each pytest session starts its own neuron-rtd on a temporary socket and
-points torch_neuronx at it (NEURON_RTD_ADDRESS) before any test touches the
-device. Readiness comes from the daemon's sd_notify message, not polling."""
+"""For every Python suite (tests/python, tests/models): each pytest session
+starts its own neuron-rtd on a temporary socket and points torch_neuronx at
+it (NEURON_RTD_ADDRESS) before any test touches the device. Readiness comes
+from the daemon's sd_notify message, not polling."""
 
 import os
 import shutil
@@ -10,9 +11,6 @@ import sys
 import tempfile
 
 import pytest
-
-TESTS = os.path.dirname(os.path.abspath(__file__))
-
 
 def daemon_binary():
     import torch_neuronx
