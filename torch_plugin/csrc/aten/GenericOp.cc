@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "csrc/aten/DeviceResultDtypes.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
 #include "neuron/rtd/eager_op.h"
@@ -777,6 +778,7 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   if (run_meta) {
     meta = ToMetaStack(arguments, /*keep_offset=*/false);
     if (RunMeta(op, meta) == MetaOutcome::kNoMetaKernel) return nullptr;
+    MatchDeviceResultDtypes(op, arguments, meta);
   } else {
     TORCH_CHECK(!info.returns_new, info.qualified,
                 ": only operators that write their arguments run without meta inference");

@@ -24,6 +24,13 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
   m.impl("native_group_norm", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  // Operators with a CPU kernel and a CompositeImplicitAutograd one, which
+  // every device without a kernel of its own takes (before the fallback):
+  // silu_backward as five operators, each rounding to bfloat16 where the
+  // CPU's kernel rounds once. These are all of them in torch 2.13.
+  m.impl("silu_backward", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  m.impl("mish_backward", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  m.impl("native_channel_shuffle", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
 }
 
 }  // namespace torch_neuronx
