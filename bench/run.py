@@ -17,9 +17,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import daemon_startup  # noqa: E402
 import data_plane  # noqa: E402
+import resnet_step  # noqa: E402
 import train_step  # noqa: E402
 
-BENCHMARKS = [daemon_startup, data_plane, train_step]
+BENCHMARKS = [daemon_startup, data_plane, train_step, resnet_step]
 
 
 def main() -> int:

@@ -240,6 +240,7 @@ cmd_chaos() {
 
 cmd_bench() {
   cmd_build
+  ensure_test_packages
   "$VENV/bin/python" "$ROOT/bench/run.py" --build-dir "$BUILD_DIR"
 }
 
