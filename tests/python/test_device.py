@@ -35,6 +35,39 @@ def test_device_module_and_accelerator():
     torch.accelerator.synchronize()
 
 
+def test_the_device_says_what_it_is():
+    # The pytest daemon runs the sim's "dev" preset: one Trainium2 chip, 4 GiB
+    # of HBM, 2 logical cores.
+    properties = torch.neuron.get_device_properties(0)
+    assert properties.name == torch.neuron.get_device_name() == "trn2"
+    assert torch.neuron.get_device_capability() == (3, 0)
+    assert properties.architecture == "trainium2"
+    assert properties.device_total_memory == 4 << 30
+    assert properties.cores_per_device == 2
+    assert properties.total_memory == 2 << 30
+    assert properties.core == 0 and properties.neuron_device == 0
+    assert properties.backend == "sim"
+    assert "name='trn2'" in repr(properties)
+    assert torch.get_device_module("neuron").get_device_name(torch.device("neuron:0")) == "trn2"
+    with pytest.raises(ValueError, match="neuron:57 does not exist"):
+        torch.neuron.get_device_properties(57)
+
+
+def test_device_of_and_stream_context():
+    last = torch.neuron.device_count() - 1
+    x = torch.ones(2, device=f"neuron:{last}")
+    torch.neuron.set_device(0)
+    with torch.neuron.device_of(x):
+        assert torch.neuron.current_device() == last
+    assert torch.neuron.current_device() == 0
+    with torch.neuron.device_of(torch.ones(2)):
+        assert torch.neuron.current_device() == 0
+    side = torch.neuron.Stream()
+    with torch.neuron.StreamContext(side):
+        assert torch.neuron.current_stream() == side
+    assert torch.neuron.current_stream() == torch.neuron.default_stream()
+
+
 def test_bad_device_index_names_the_device():
     with pytest.raises(ValueError, match="neuron:57 does not exist"):
         torch.empty(3, device="neuron:57")

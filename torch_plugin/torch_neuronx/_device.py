@@ -138,6 +138,66 @@ def stream(stream):
         torch.accelerator.set_stream(previous)
 
 
+StreamContext = stream
+
+
+class device_of(device):
+    """The device of ``obj`` (a tensor) current inside the block; a no-op
+    for a tensor that is not on ``neuron``."""
+
+    def __init__(self, obj):
+        index = obj.get_device() if obj.device.type == "neuron" else -1
+        super().__init__(index)
+
+
+# What the device is. torch.neuron devices are NeuronCores; a chip (a neuron
+# device, as neuronctl ls lists them) holds several.
+
+_CHIP_NAMES = {"trainium1": "trn1", "trainium2": "trn2", "trainium3": "trn3"}
+_NEURON_CORE_VERSIONS = {"trainium1": 2, "trainium2": 3, "trainium3": 4}
+
+
+class _NeuronDeviceProperties:
+    """What ``get_device_properties`` returns: ``name`` as AWS names the chip
+    (``trn2``), ``total_memory`` the NeuronCore's share of its chip's HBM, and
+    the chip's facts."""
+
+    def __init__(self, raw):
+        self.architecture = raw["architecture"]
+        self.name = _CHIP_NAMES.get(self.architecture, self.architecture)
+        self.neuron_core_version = _NEURON_CORE_VERSIONS.get(self.architecture, 0)
+        self.instance_type = raw["instance_type"]
+        self.backend = raw["backend"]
+        self.neuron_device = raw["neuron_device"]
+        self.core = raw["core"]
+        self.cores_per_device = raw["cores_per_device"]
+        self.logical_nc_config = raw["logical_nc_config"]
+        self.device_total_memory = raw["device_total_memory"]
+        self.total_memory = raw["device_total_memory"] // max(1, raw["cores_per_device"])
+
+    def __repr__(self):
+        return (f"_NeuronDeviceProperties(name='{self.name}', "
+                f"neuron_core='NeuronCore-v{self.neuron_core_version}', "
+                f"total_memory={self.total_memory // (1 << 20)}MB, core={self.core}, "
+                f"neuron_device={self.neuron_device}, logical_nc_config={self.logical_nc_config}, "
+                f"backend='{self.backend}')")
+
+
+def get_device_properties(device=None):
+    _lazy_init()
+    return _NeuronDeviceProperties(_C._device_properties(_index(device)))
+
+
+def get_device_name(device=None):
+    """``trn2`` on Trainium2 (and on the simulated Trainium2)."""
+    return get_device_properties(device).name
+
+
+def get_device_capability(device=None):
+    """(NeuronCore version, 0): (3, 0) on Trainium2's NeuronCore-v3."""
+    return (get_device_properties(device).neuron_core_version, 0)
+
+
 # Random numbers: one generator per device, seeded by torch.manual_seed.
 
 def _generator(index):

@@ -4,6 +4,9 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "csrc/aten/GenericOp.h"
 #include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
@@ -44,6 +47,44 @@ py::dict MemoryStats(c10::DeviceIndex device) {
   result["num_device_alloc"] = stats.num_device_alloc;
   result["num_device_free"] = stats.num_device_free;
   return result;
+}
+
+// The chip (neuron device) that holds torch device `device`'s NeuronCore,
+// as the daemon lists it, and that core's host-wide index.
+std::pair<neuronrt::DeviceInfo, uint32_t> ChipOf(int device) {
+  CheckDevice(device);
+  Runtime& runtime = GetRuntime();
+  const uint32_t core = runtime.session().cores().at(device);
+  absl::StatusOr<std::vector<neuronrt::DeviceInfo>> devices =
+      runtime.session().client().ListDevices();
+  ThrowIfError(devices.status(), "listing neuron devices");
+  for (const neuronrt::DeviceInfo& chip : *devices) {
+    if (std::find(chip.cores.begin(), chip.cores.end(), core) != chip.cores.end()) {
+      return {chip, core};
+    }
+  }
+  TORCH_CHECK(false, "neuron-rtd lists no device with core ", core);
+}
+
+// What torch.neuron.get_device_properties reports of torch device `device`.
+py::dict DeviceProperties(int device) {
+  std::pair<neuronrt::DeviceInfo, uint32_t> found;
+  {
+    py::gil_scoped_release no_gil;
+    found = ChipOf(device);
+  }
+  const auto& [chip, core] = found;
+  py::dict properties;
+  properties["architecture"] = chip.architecture;
+  properties["instance_type"] = chip.instance_type;
+  properties["backend"] = chip.backend;
+  properties["neuron_device"] = chip.index;
+  properties["core"] = core;
+  properties["cores_per_device"] = chip.cores.size();
+  properties["logical_nc_config"] = chip.logical_nc_config;
+  properties["device_total_memory"] = chip.hbm_total_bytes;
+  properties["device_used_memory"] = chip.hbm_used_bytes;
+  return properties;
 }
 
 }  // namespace
@@ -90,6 +131,7 @@ PYBIND11_MODULE(_C, m) {
     return result;
   });
   m.def("_memory_stats", &MemoryStats);
+  m.def("_device_properties", &DeviceProperties);
   m.def("_memory_info", [](int device) {
     CheckDevice(device);
     return NeuronAllocator().getMemoryInfo(device);
