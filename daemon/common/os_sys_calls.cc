@@ -48,6 +48,7 @@ class OsSysCallsImpl final : public OsSysCalls {
   SysCallInt Stat(const std::string& path, struct stat* out) override {
     return FromInt(::stat(path.c_str(), out));
   }
+  SysCallInt Fstat(int fd, struct stat* out) override { return FromInt(::fstat(fd, out)); }
   SysCallInt Lstat(const std::string& path, struct stat* out) override {
     return FromInt(::lstat(path.c_str(), out));
   }

@@ -46,6 +46,7 @@ class OsSysCalls {
   virtual SysCallInt Chown(const std::string& path, uid_t uid, gid_t gid) = 0;
   virtual SysCallInt Stat(const std::string& path, struct stat* out) = 0;
   virtual SysCallInt Lstat(const std::string& path, struct stat* out) = 0;
+  virtual SysCallInt Fstat(int fd, struct stat* out) = 0;
 
   virtual SysCallPtr Mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) = 0;
   virtual SysCallInt Munmap(void* addr, size_t length) = 0;

@@ -28,6 +28,9 @@ struct ServerConfig {
   uint64_t max_message_bytes = 64ull << 20;
   // How long a stopping daemon lets in-flight calls finish.
   uint32_t shutdown_timeout_ms = 5000;
+  // gRPC connections one user (uid) may hold at once: a torch process holds
+  // one, neuronctl one while it runs.
+  uint32_t max_connections_per_user = 256;
   // Exit after this many seconds with no session and no call in flight; 0:
   // never. A daemon that torch_neuronx starts on its own sets it.
   uint32_t idle_exit_seconds = 0;

@@ -66,9 +66,11 @@ session::SessionConfig SessionConfigFrom(const SessionSettings& settings) {
 
 }  // namespace
 
-Daemon::Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend,
-               std::unique_ptr<UnixSocketListener> listener)
+Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
+               std::unique_ptr<hal::Backend> backend, std::unique_ptr<UnixSocketListener> listener)
     : config_(config),
+      sys_calls_(sys_calls),
+      peers_(sys_calls),
       backend_(std::move(backend)),
       memory_(*backend_),
       executables_(*backend_,
@@ -101,7 +103,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
       UnixSocketListener::Create(listener_options, sys_calls);
   if (!listener.ok()) return listener.status();
 
-  std::unique_ptr<Daemon> daemon(new Daemon(config, *std::move(backend), *std::move(listener)));
+  std::unique_ptr<Daemon> daemon(new Daemon(config, sys_calls, *std::move(backend), *std::move(listener)));
   ListenerOptions data_options = listener_options;
   data_options.path = DataPlanePath(listener_options.path);
   absl::StatusOr<std::unique_ptr<DataPlane>> data_plane =
@@ -142,7 +144,13 @@ absl::Status Daemon::Start() {
 
   data_plane_->Start();
   listener_->Start([this](int fd, const PeerCredentials& peer) {
-    peers_.Record(fd, peer);
+    if (!peers_.Admit(fd, peer, config_.server.max_connections_per_user)) {
+      spdlog::warn("refused a connection from pid {} uid {}: the user has {} connections, "
+                   "[server] max_connections_per_user",
+                   peer.pid, peer.uid, config_.server.max_connections_per_user);
+      sys_calls_.Close(fd);
+      return;
+    }
     spdlog::debug("connection from pid {} uid {} gid {} (fd {})", peer.pid, peer.uid, peer.gid,
                   fd);
     grpc::AddInsecureChannelFromFd(server_.get(), fd);

@@ -49,10 +49,11 @@ class Daemon {
   bool Idle();
 
  private:
-  Daemon(const DaemonConfig& config, std::unique_ptr<hal::Backend> backend,
+  Daemon(const DaemonConfig& config, OsSysCalls& sys_calls, std::unique_ptr<hal::Backend> backend,
          std::unique_ptr<UnixSocketListener> listener);
 
   const DaemonConfig config_;
+  OsSysCalls& sys_calls_;
   DaemonStatus status_;
   PeerRegistry peers_;
   CallTracker calls_;

@@ -291,6 +291,39 @@ TEST_F(DataPlaneTest, UnattachedConnectionsAreCappedPerUser) {
   for (int fd : connections) ::close(fd);
 }
 
+TEST_F(DataPlaneTest, GrpcConnectionsAreCappedPerUser) {
+  const std::string config =
+      dir_.WriteFile("rtd.toml", "[server]\nmax_connections_per_user = 2\n");
+  StartDaemon({"--config", config});
+  const sockaddr_un control = testing::UnixAddress(socket_);
+  std::vector<int> connections;
+  for (int i = 0; i < 3; ++i) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&control), sizeof(control)), 0);
+    connections.push_back(fd);
+  }
+  // The third is closed by the daemon at once; the first two stay open
+  // (gRPC waits for their HTTP/2 preface).
+  char byte;
+  EXPECT_EQ(::recv(connections[2], &byte, 1, 0), 0);
+  ::close(connections[2]);
+  auto refused = neuronrt::Client::Connect({.address = address()});
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE((*refused)->Health().ok());
+  // Once the daemon has seen one go (gRPC closes it; the registry notices
+  // at the next connection of the user), the user's slot is free again.
+  ::close(connections[0]);
+  absl::Status health = absl::UnavailableError("not tried");
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(30);
+       !health.ok() && absl::Now() < deadline;) {
+    auto client = neuronrt::Client::Connect({.address = address()});
+    ASSERT_TRUE(client.ok());
+    health = (*client)->Health().status();
+  }
+  EXPECT_TRUE(health.ok()) << health;
+  ::close(connections[1]);
+}
+
 TEST_F(DataPlaneTest, AHugeRingSizeIsRefusedBeforeItIsRounded) {
   auto session = neuronrt::Session::Open(
       {.client = {.address = address()}, .ring_bytes = (uint64_t{1} << 63) + 1});

@@ -39,6 +39,9 @@ MockOsSysCalls::MockOsSysCalls() {
   ON_CALL(*this, Stat(_, _)).WillByDefault([&real](const std::string& p, struct stat* s) {
     return real.Stat(p, s);
   });
+  ON_CALL(*this, Fstat(_, _)).WillByDefault([&real](int fd, struct stat* s) {
+    return real.Fstat(fd, s);
+  });
   ON_CALL(*this, Lstat(_, _)).WillByDefault([&real](const std::string& p, struct stat* s) {
     return real.Lstat(p, s);
   });

@@ -28,6 +28,7 @@ class MockOsSysCalls : public rtd::OsSysCalls {
   MOCK_METHOD(rtd::SysCallInt, Chown, (const std::string&, uid_t, gid_t), (override));
   MOCK_METHOD(rtd::SysCallInt, Stat, (const std::string&, struct stat*), (override));
   MOCK_METHOD(rtd::SysCallInt, Lstat, (const std::string&, struct stat*), (override));
+  MOCK_METHOD(rtd::SysCallInt, Fstat, (int, struct stat*), (override));
   MOCK_METHOD(rtd::SysCallPtr, Mmap, (void*, size_t, int, int, int, off_t), (override));
   MOCK_METHOD(rtd::SysCallInt, Munmap, (void*, size_t), (override));
   MOCK_METHOD(rtd::SysCallInt, Mprotect, (void*, size_t, int), (override));
