@@ -131,3 +131,20 @@ def test_an_mlp_and_a_transformer_block_need_no_cpu_fallback(run_python):
         "print(loss.item() > 0, torch_neuronx.get_fallback_ops())\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True []", result.stdout + result.stderr
+
+
+def test_a_librarys_own_operator_runs_on_cpu_copies_and_comes_back():
+    # neuron-rtd runs ATen operators only: a library's own (torchvision::nms,
+    # this one) run in the process on CPU copies (it was refused by the
+    # daemon: "not an ATen or prims operator").
+    library = torch.library.Library("neuron_test_ops", "DEF")
+    library.define("twice(Tensor x) -> Tensor")
+    library.impl("twice", lambda x: x * 2, "CPU")
+    # With a meta kernel (as torchvision's nms has) the generic path would
+    # build an executable that the daemon must refuse.
+    library.impl("twice", lambda x: torch.empty_like(x), "Meta")
+    x = torch.arange(4.0, device="neuron")
+    y = torch.ops.neuron_test_ops.twice(x)
+    assert y.device.type == "neuron"
+    assert y.cpu().tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert "neuron_test_ops::twice" in torch_neuronx.get_fallback_ops()

@@ -1051,6 +1051,14 @@ void LaunchOnDeviceWithoutMeta(const c10::OperatorHandle& op, Stack* stack) {
 
 void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/, Stack* stack) {
   const OpInfo& info = InfoFor(op);
+  // A library's own operators (torchvision::nms, a user's torch.library
+  // ops) exist only in this process: neuron-rtd runs ATen's, and never
+  // loads a client's code.
+  const std::string& name = op.schema().name();
+  if (name.rfind("aten::", 0) != 0 && name.rfind("prims::", 0) != 0) {
+    RunOnCpu(op, info, stack, "neuron-rtd runs ATen operators only; this is a library's own");
+    return;
+  }
   if (!info.unsupported.empty()) {
     RunOnCpu(op, info, stack, absl::StrFormat("an executable cannot take %s", info.unsupported));
     return;
