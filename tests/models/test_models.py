@@ -1,6 +1,8 @@
 """Real models of the ecosystem on `neuron`, each against a CPU twin.
 
-Every model is built with random weights on the CPU (dropout and
+Detection models run inference only (their post-processing is
+torchvision's own operators, on CPU copies). Every other model is built
+with random weights on the CPU (dropout and
 stochastic depth off), copied to `neuron`, and both twins run an eval forward and then the same training step (train
 mode, cross-entropy, SGD with momentum). Compared: logits, loss, every
 gradient, every updated parameter and buffer (BatchNorm statistics), and
@@ -164,3 +166,28 @@ def test_a_training_step_and_an_eval_forward_match_the_cpu(name, build, size, sm
             compare(value, cpu_state[key], f"updated {key}", 0.05 * 1e-3 * largest_gradient)
         else:
             assert torch.equal(value.cpu(), cpu_state[key]), key
+
+
+DETECTION = [
+    pytest.param("fasterrcnn_mobilenet_v3_large_320_fpn", id="torchvision.fasterrcnn_mobilenet_v3_large_320_fpn"),
+]
+
+
+@pytest.mark.parametrize("name", DETECTION if ALL else [])
+def test_detection_inference_matches_the_cpu(name):
+    # Its nms and roi_align are torchvision's own operators: on neuron they
+    # run on CPU copies (torchvision_compat.py gives them CPU kernels here).
+    torch.manual_seed(0)
+    cpu_model = torchvision.models.get_model(name, weights=None, weights_backbone=None,
+                                             num_classes=3).eval()
+    neuron_model = copy.deepcopy(cpu_model).to("neuron")
+    images = [torch.rand(3, 160, 160), torch.rand(3, 128, 192)]
+    with torch.no_grad():
+        expected = cpu_model(images)
+        actual = neuron_model([image.to("neuron") for image in images])
+    for got, want in zip(actual, expected):
+        assert got.keys() == want.keys()
+        assert len(want["boxes"]) > 0
+        assert torch.equal(got["labels"].cpu(), want["labels"])
+        assert_close(got["boxes"], want["boxes"], "boxes", 2e-3)
+        assert_close(got["scores"], want["scores"], "scores", 2e-3)

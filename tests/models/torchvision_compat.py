@@ -5,8 +5,11 @@ PyPI's torchvision wheel is a CUDA build: its C++ library (`torchvision::nms`,
 `_meta_registrations` then fails at import because `torchvision::nms` and
 `qnms` do not exist. Its models are pure Python and work. `import_torchvision`
 defines the two schemas first when the library is missing, so that the
-import succeeds, and registers a CPU implementation of `nms` (a reference
-written with torch operators) for the detection models' post-processing.
+import succeeds, and gives the detection models the two operators they need
+as CPU kernels written with torch operators: `nms` (a reference of the
+greedy algorithm) and `roi_align` (torchvision's own Python version,
+`torchvision.ops.roi_align._roi_align`). On `neuron` tensors torch_neuronx
+runs them, as any library's own operators, on CPU copies.
 """
 
 import sys
@@ -51,5 +54,13 @@ def import_torchvision():
     _library.define("nms" + _NMS_SCHEMA)
     _library.define("qnms" + _NMS_SCHEMA)
     _library.impl("nms", _reference_nms, "CPU")
+    _library.define("roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
+                    "SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor")
     import torchvision
+    import importlib
+
+    roi_align_module = importlib.import_module("torchvision.ops.roi_align")
+    _library.impl("roi_align", roi_align_module._roi_align, "CPU")
+    # Its operators exist now: the ops call them instead of refusing.
+    torchvision.extension._has_ops = lambda: True
     return torchvision
