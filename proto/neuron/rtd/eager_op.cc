@@ -17,6 +17,7 @@ uint32_t ElementBytes(int32_t dtype) {
       return 4;
     case 4:  // int64
     case 7:  // float64
+    case 9:  // complex64
       return 8;
     default:
       return 0;

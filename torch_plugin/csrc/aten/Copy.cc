@@ -5,6 +5,10 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/_conj.h>
+#include <ATen/ops/_neg_view.h>
+#include <ATen/ops/conj_physical.h>
+#include <ATen/ops/neg.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -134,7 +138,27 @@ void DeviceToDevice(const at::Tensor& source, const at::Tensor& destination) {
   if (!landing.is_same(destination)) CopyInDaemon(destination, landing);
 }
 
+at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+
+// A lazily conjugated or negated source (ifft's result, conj()): its bits
+// are metadata over unchanged data. What the bits say is applied on the
+// source's device (conj_physical, neg), then copied, as the CPU's and
+// CUDA's copy kernels resolve them. (Left to PyTorch's fallback, the copy materializes the source with a
+// clone, whose copy comes back here: endless recursion.)
+at::Tensor CopyResolvingBits(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(!dst.is_conj() && !dst.is_neg(),
+              "copy_: into a conjugated or negated view of a tensor on neuron; copy into the "
+              "tensor itself (resolve_conj(), resolve_neg())");
+  at::Tensor source = self;
+  if (source.is_conj()) source = at::conj_physical(at::_conj(source));
+  if (source.is_neg()) source = at::neg(at::_neg_view(source));
+  return CopyFrom(source, dst, non_blocking);
+}
+
 at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  if (self.is_conj() || self.is_neg() || dst.is_conj() || dst.is_neg()) {
+    return CopyResolvingBits(self, dst, non_blocking);
+  }
   TORCH_CHECK(self.sizes().equals(dst.sizes()) || self.numel() == 1 ||
                   at::infer_size(self.sizes(), dst.sizes()) == dst.sizes(),
               "copy_: cannot copy a tensor of shape ", self.sizes(), " into one of shape ",
@@ -162,6 +186,16 @@ at::Tensor CopyFromAndResize(const at::Tensor& self, const at::Tensor& dst) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", CopyFrom);
   m.impl("_copy_from_and_resize", CopyFromAndResize);
+}
+
+// The copies resolve conjugate and negative bits themselves (CopyFrom).
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace torch_neuronx

@@ -354,9 +354,12 @@ std::atomic<uint64_t> executables_loaded{0};
 std::atomic<uint64_t> launches{0};
 std::atomic<uint64_t> plan_hits{0};
 
-// float64 follows TorchNeuron: it runs as float32.
+// float64 follows TorchNeuron: it runs as float32; complex128 likewise as
+// complex64.
 at::ScalarType DeviceDtype(at::ScalarType type) {
-  return type == at::kDouble ? at::kFloat : type;
+  if (type == at::kDouble) return at::kFloat;
+  if (type == at::kComplexDouble) return at::kComplexFloat;
+  return type;
 }
 
 struct OutputSpec {
@@ -753,8 +756,18 @@ void RunView(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
   const at::Tensor& base = arguments[0].toTensor();
   torch::jit::drop(*stack, argument_count);
   auto view_of = [&](const at::Tensor& shape) {
-    return at::native::as_strided_tensorimpl(base, shape.sizes(), shape.strides(),
-                                             shape.storage_offset());
+    if (shape.scalar_type() == base.scalar_type()) {
+      return at::native::as_strided_tensorimpl(base, shape.sizes(), shape.strides(),
+                                               shape.storage_offset());
+    }
+    // A view that reads its base's bytes as another dtype (view_as_real,
+    // view_as_complex, view(dtype)): its sizes, strides and offset count
+    // elements of that dtype.
+    at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(
+        c10::TensorImpl::VIEW, c10::Storage(base.storage()), base.key_set(), shape.dtype());
+    view.unsafeGetTensorImpl()->set_sizes_and_strides(shape.sizes(), shape.strides(),
+                                                      shape.storage_offset());
+    return view;
   };
   for (const c10::IValue& result : meta) {
     if (result.isTensor()) {

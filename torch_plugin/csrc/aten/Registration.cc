@@ -31,6 +31,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("silu_backward", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
   m.impl("mish_backward", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
   m.impl("native_channel_shuffle", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  // A CompositeExplicitAutograd kernel that calls a CPU/CUDA DispatchStub
+  // ("DispatchStub: missing kernel for neuron").
+  m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
 }
 
 }  // namespace torch_neuronx

@@ -17,15 +17,20 @@ namespace {
 
 constexpr c10::DispatchKeySet kNeuronKeys(c10::DispatchKey::PrivateUse1);
 
-// float64 runs as float32 on the device, as on TorchNeuron.
+// float64 runs as float32 on the device, as on TorchNeuron, and complex128
+// as complex64 (pairs of float32).
 at::ScalarType DeviceDtype(std::optional<at::ScalarType> requested) {
   const at::ScalarType type = requested.value_or(at::get_default_dtype_as_scalartype());
   if (type == at::kDouble) {
     TORCH_WARN_ONCE("neuron devices have no float64: float64 tensors on neuron are float32");
     return at::kFloat;
   }
-  TORCH_CHECK_TYPE(!at::isComplexType(type), "neuron devices have no complex dtypes (", type,
-                   ")");
+  if (type == at::kComplexDouble) {
+    TORCH_WARN_ONCE(
+        "neuron devices have no complex128: complex128 tensors on neuron are complex64");
+    return at::kComplexFloat;
+  }
+  TORCH_CHECK_TYPE(type != at::kComplexHalf, "neuron devices have no complex32 (", type, ")");
   return type;
 }
 
