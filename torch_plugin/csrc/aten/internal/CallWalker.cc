@@ -1,0 +1,59 @@
+#include "csrc/aten/internal/CallWalker.h"
+
+namespace torch_neuronx::internal {
+
+at::ScalarType DeviceDtype(at::ScalarType type) {
+  if (type == at::kDouble) return at::kFloat;
+  if (type == at::kComplexDouble) return at::kComplexFloat;
+  return type;
+}
+
+std::optional<c10::DeviceIndex> CallDevice(const OpInfo& info, const Stack& arguments) {
+  auto neuron_index = [](const at::Tensor& tensor) -> std::optional<c10::DeviceIndex> {
+    if (tensor.defined() && tensor.device().type() == c10::DeviceType::PrivateUse1) {
+      return tensor.device().index();
+    }
+    return std::nullopt;
+  };
+  std::optional<c10::DeviceIndex> from_device_argument;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::IValue& value = arguments[i];
+    if (value.isTensor()) {
+      if (auto index = neuron_index(value.toTensor())) return index;
+    } else if (value.isTensorList() || (value.isList() && info.kinds[i] == ArgKind::kOptionalTensorList)) {
+      for (const c10::IValue& item : value.toListRef()) {
+        if (item.isTensor()) {
+          if (auto index = neuron_index(item.toTensor())) return index;
+        }
+      }
+    } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
+      from_device_argument = value.toDevice().has_index() ? value.toDevice().index()
+                                                          : CurrentDevice();
+    }
+  }
+  return from_device_argument;
+}
+
+void MoveCpuScalars(const OpInfo& info, c10::DeviceIndex device, Stack& arguments) {
+  const c10::Device target(c10::DeviceType::PrivateUse1, device);
+  auto move = [&](const at::Tensor& tensor) -> std::optional<at::Tensor> {
+    if (tensor.defined() && tensor.device().is_cpu() && tensor.dim() == 0) {
+      return tensor.to(target, DeviceDtype(tensor.scalar_type()));
+    }
+    return std::nullopt;
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    c10::IValue& value = arguments[i];
+    if (info.kinds[i] == ArgKind::kTensor && value.isTensor()) {
+      if (auto moved = move(value.toTensor())) value = *moved;
+    } else if (info.kinds[i] == ArgKind::kTensorList) {
+      c10::List<at::Tensor> list = value.toTensorList();
+      for (size_t j = 0; j < list.size(); ++j) {
+        if (auto moved = move(list.get(j))) list.set(j, *moved);
+      }
+      value = list;
+    }
+  }
+}
+
+}  // namespace torch_neuronx::internal

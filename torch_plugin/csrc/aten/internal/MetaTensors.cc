@@ -1,0 +1,74 @@
+#include "csrc/aten/internal/MetaTensors.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+
+namespace torch_neuronx::internal {
+namespace {
+
+using torch::jit::Stack;
+
+at::Tensor ToMeta(const at::Tensor& tensor, bool keep_offset) {
+  const at::TensorOptions options = tensor.options().device(c10::kMeta);
+  if (!keep_offset) return at::empty_strided(tensor.sizes(), tensor.strides(), options);
+  int64_t extent = 1;
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    if (tensor.size(d) == 0) {
+      extent = 0;
+      break;
+    }
+    extent += (tensor.size(d) - 1) * tensor.stride(d);
+  }
+  at::Tensor storage = at::empty({tensor.storage_offset() + extent}, options);
+  return storage.as_strided(tensor.sizes(), tensor.strides(), tensor.storage_offset());
+}
+
+}  // namespace
+
+Stack ToMetaStack(const Stack& arguments, bool keep_offset) {
+  Stack meta;
+  meta.reserve(arguments.size());
+  for (const c10::IValue& value : arguments) {
+    if (value.isTensor()) {
+      const at::Tensor& tensor = value.toTensor();
+      meta.emplace_back(tensor.defined() ? ToMeta(tensor, keep_offset) : tensor);
+    } else if (value.isTensorList()) {
+      std::vector<at::Tensor> tensors;
+      for (const at::Tensor& tensor : value.toTensorVector()) {
+        tensors.push_back(ToMeta(tensor, keep_offset));
+      }
+      meta.emplace_back(std::move(tensors));
+    } else if (value.isList() && !value.toListRef().empty() &&
+               (value.toListRef()[0].isTensor() || value.toListRef()[0].isNone()) &&
+               !value.isIntList() && !value.isDoubleList() && !value.isBoolList()) {
+      c10::List<std::optional<at::Tensor>> tensors;
+      for (const c10::IValue& item : value.toListRef()) {
+        // Python indexing passes a slice's place as an undefined tensor.
+        if (item.isNone() || !item.toTensor().defined()) {
+          tensors.push_back(std::nullopt);
+        } else {
+          tensors.push_back(ToMeta(item.toTensor(), keep_offset));
+        }
+      }
+      meta.emplace_back(std::move(tensors));
+    } else if (value.isDevice()) {
+      meta.emplace_back(c10::Device(c10::kMeta));
+    } else if (value.isGenerator()) {
+      meta.emplace_back();
+    } else {
+      meta.push_back(value);
+    }
+  }
+  return meta;
+}
+
+MetaOutcome RunMeta(const c10::OperatorHandle& op, Stack& meta) {
+  try {
+    op.callBoxed(meta);
+  } catch (const c10::NotImplementedError&) {
+    return MetaOutcome::kNoMetaKernel;
+  }
+  return MetaOutcome::kOk;
+}
+
+}  // namespace torch_neuronx::internal

@@ -1,0 +1,33 @@
+// Running an operator on meta tensors made from a call's arguments: its
+// results' shapes and dtypes, and the operator's own argument checks, with
+// no device involved.
+#ifndef TORCH_NEURONX_CSRC_ATEN_INTERNAL_META_TENSORS_H_
+#define TORCH_NEURONX_CSRC_ATEN_INTERNAL_META_TENSORS_H_
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch_neuronx::internal {
+
+// The arguments with every tensor replaced by a meta tensor of its sizes and
+// strides (and, with `keep_offset`, its storage offset), devices by the meta
+// device and generators by None.
+torch::jit::Stack ToMetaStack(const torch::jit::Stack& arguments, bool keep_offset);
+
+enum class MetaOutcome { kOk, kNoMetaKernel };
+
+// Runs `op` on meta tensors. Errors of the operator's own checks (shapes,
+// dtypes) propagate to the caller: they are the user's errors, raised at the
+// call as on the CPU.
+MetaOutcome RunMeta(const c10::OperatorHandle& op, torch::jit::Stack& meta);
+
+}  // namespace torch_neuronx::internal
+
+#endif  // TORCH_NEURONX_CSRC_ATEN_INTERNAL_META_TENSORS_H_
