@@ -1,10 +1,12 @@
 """Starting a neuron-rtd for a benchmark: on a private socket, ready when it
 says so (sd_notify READY=1 on NOTIFY_SOCKET), stopped with SIGTERM."""
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -46,3 +48,18 @@ def stop(process, workdir):
     if code != 0:
         raise RuntimeError(f"neuron-rtd exited with {code}")
     return elapsed
+
+
+def run_worker(build_dir, script, timeout=1200):
+    """Runs `script --worker` against a daemon started here, torch_neuronx
+    pointed at it; returns the JSON object the worker printed last."""
+    process, sock_path, workdir, _ = start(str(build_dir / "bin" / "neuron-rtd"))
+    try:
+        result = subprocess.run(
+            [sys.executable, script, "--worker"], check=True, capture_output=True, text=True,
+            timeout=timeout,
+            env={**os.environ, "NEURON_RTD_ADDRESS": f"unix:{sock_path}",
+                 "NEURON_RTD_AUTOSTART": "0"})
+    finally:
+        stop(process, workdir)
+    return json.loads(result.stdout.strip().splitlines()[-1])

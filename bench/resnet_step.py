@@ -7,10 +7,8 @@ own kernels, so what remains is the per-operator cost of eager mode.
 
 Needs the test packages (torchvision): deploy/dev.sh bench installs them."""
 import json
-import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import time
 
@@ -21,16 +19,7 @@ MEASURED_STEPS = 5
 
 
 def run(build_dir: pathlib.Path) -> dict:
-    process, sock_path, workdir, _ = daemon.start(str(build_dir / "bin" / "neuron-rtd"))
-    try:
-        result = subprocess.run(
-            [sys.executable, __file__, "--worker"], check=True, capture_output=True, text=True,
-            timeout=1200,
-            env={**os.environ, "NEURON_RTD_ADDRESS": f"unix:{sock_path}",
-                 "NEURON_RTD_AUTOSTART": "0"})
-    finally:
-        daemon.stop(process, workdir)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return daemon.run_worker(build_dir, __file__)
 
 
 def step_times(model, device, steps):

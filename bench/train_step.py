@@ -7,10 +7,8 @@ training step is at most 1.5).
 Model: d_model 256, 4 layers, 4 heads, sequence 128, batch 8, vocabulary
 1000, AdamW; each step ends with loss.item(), so it includes the sync."""
 import json
-import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import time
 
@@ -22,16 +20,7 @@ SMALL_OPS = 3000
 
 
 def run(build_dir: pathlib.Path) -> dict:
-    process, sock_path, workdir, _ = daemon.start(str(build_dir / "bin" / "neuron-rtd"))
-    try:
-        result = subprocess.run(
-            [sys.executable, __file__, "--worker"], check=True, capture_output=True, text=True,
-            timeout=1200,
-            env={**os.environ, "NEURON_RTD_ADDRESS": f"unix:{sock_path}",
-                 "NEURON_RTD_AUTOSTART": "0"})
-    finally:
-        daemon.stop(process, workdir)
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return daemon.run_worker(build_dir, __file__)
 
 
 def step_times(model, device, steps):
