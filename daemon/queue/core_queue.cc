@@ -204,6 +204,10 @@ bool CoreQueue::ServeSession(const SessionStreams& group) {
         !stream->in_flight.load(std::memory_order_acquire) &&
         (stream->LoadTail() == stream->head() || stream->failed() ||
          stream->framing_lost.load(std::memory_order_acquire))) {
+      if (std::shared_ptr<ExecutionContext> context = stream->context()) {
+        context->OnStreamRetired(stream->id(), RetiredTimeline{.completed = stream->completed(),
+                                                                .failed = stream->failed()});
+      }
       Detach(*stream);
     }
   }
@@ -288,10 +292,23 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
       const auto& wait = std::get<neuron_rtd_wait_payload>(record.command);
       std::shared_ptr<Stream> target = context.FindStream(wait.stream_id);
       if (target == nullptr) {
+        // A destroyed stream ran what it was given; its events stay answered.
+        const std::optional<RetiredTimeline> retired =
+            context.FindRetiredTimeline(wait.stream_id);
+        absl::Status status;
+        if (!retired) {
+          status = absl::InvalidArgumentError(absl::StrFormat(
+              "WAIT names stream %d, which this session does not have", wait.stream_id));
+        } else if (retired->completed < wait.value) {
+          status = retired->failed
+                       ? absl::AbortedError(absl::StrFormat(
+                             "stream %d, waited on until %d, failed", wait.stream_id, wait.value))
+                       : absl::InvalidArgumentError(absl::StrFormat(
+                             "stream %d was destroyed at %d, before reaching %d",
+                             wait.stream_id, retired->completed, wait.value));
+        }
         stream->Consume(header.length, header.sequence);
-        Finish(*stream, context, record,
-               absl::InvalidArgumentError(absl::StrFormat(
-                   "WAIT names stream %d, which this session does not have", wait.stream_id)));
+        Finish(*stream, context, record, status);
         return Outcome::kDone;
       }
       // Announce the wait before checking it, so that a completion racing

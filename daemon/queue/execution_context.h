@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -45,6 +46,12 @@ struct StreamError {
   bool sticky = true;
 };
 
+// Where a destroyed stream's timeline ended, once its queue let it go.
+struct RetiredTimeline {
+  uint64_t completed = 0;
+  bool failed = false;
+};
+
 // Thread-safety: called from queue threads concurrently with RPC handlers.
 class ExecutionContext {
  public:
@@ -57,6 +64,11 @@ class ExecutionContext {
                                                      uint64_t length) = 0;
   // Another stream of the same session; nullptr when there is none.
   virtual std::shared_ptr<Stream> FindStream(uint64_t stream_id) = 0;
+  // Recorded by the queue just before it lets a destroyed stream go, so
+  // that a WAIT on the stream's events still has an answer.
+  virtual void OnStreamRetired(uint64_t stream_id, const RetiredTimeline& timeline) = 0;
+  // The timeline of a stream of the session that was destroyed and let go.
+  virtual std::optional<RetiredTimeline> FindRetiredTimeline(uint64_t stream_id) = 0;
   // A loaded executable the session holds; nullptr when it holds none by
   // that id.
   virtual std::shared_ptr<const exec::Executable> FindExecutable(uint64_t executable_id) = 0;

@@ -427,6 +427,22 @@ std::shared_ptr<queue::Stream> Session::FindStream(uint64_t stream_id) {
   return nullptr;
 }
 
+void Session::OnStreamRetired(uint64_t stream_id, const queue::RetiredTimeline& timeline) {
+  // Enough for any program's streams in flight; a client that destroys
+  // millions of streams cannot grow it.
+  constexpr size_t kMaxRetiredTimelines = 4096;
+  absl::MutexLock lock(&retired_mutex_);
+  retired_[stream_id] = timeline;
+  while (retired_.size() > kMaxRetiredTimelines) retired_.erase(retired_.begin());
+}
+
+std::optional<queue::RetiredTimeline> Session::FindRetiredTimeline(uint64_t stream_id) {
+  absl::MutexLock lock(&retired_mutex_);
+  auto it = retired_.find(stream_id);
+  if (it == retired_.end()) return std::nullopt;
+  return it->second;
+}
+
 absl::Status Session::AddExecutable(exec::ExecutableHold hold) {
   absl::MutexLock lock(&executables_mutex_);
   // Checked under the lock Close takes to collect the holds.

@@ -108,6 +108,8 @@ class Session final : public queue::ExecutionContext,
   absl::StatusOr<queue::HostSpan> ResolveHostMemory(uint64_t host_memory_id, uint64_t offset,
                                                     uint64_t length) override;
   std::shared_ptr<queue::Stream> FindStream(uint64_t stream_id) override;
+  void OnStreamRetired(uint64_t stream_id, const queue::RetiredTimeline& timeline) override;
+  std::optional<queue::RetiredTimeline> FindRetiredTimeline(uint64_t stream_id) override;
   std::shared_ptr<const exec::Executable> FindExecutable(uint64_t executable_id) override;
   void OnCommandDone(const queue::Stream& stream, bool failed) override;
   void OnStreamError(const queue::StreamError& error) override;
@@ -149,6 +151,10 @@ class Session final : public queue::ExecutionContext,
   // HBM admitted against the quota and not yet in segments_.
   uint64_t hbm_reserved_ ABSL_GUARDED_BY(mutex_) = 0;
   std::deque<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
+  // Apart from mutex_ (a stream may be let go while it is held). At most
+  // kMaxRetiredTimelines, the oldest streams forgotten first.
+  mutable absl::Mutex retired_mutex_;
+  std::map<uint64_t, queue::RetiredTimeline> retired_ ABSL_GUARDED_BY(retired_mutex_);
   // Apart from mutex_: every LAUNCH reads it.
   mutable absl::Mutex executables_mutex_;
   std::map<uint64_t, exec::ExecutableHold> executables_ ABSL_GUARDED_BY(executables_mutex_);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -61,10 +62,35 @@ class FakeSession final : public ExecutionContext {
     return absl::UnimplementedError("no host memory");
   }
   uint64_t address() const { return segments_.front()->range().address; }
-  std::shared_ptr<Stream> FindStream(uint64_t) override { return nullptr; }
+  // Streams a WAIT may name; held weakly, as the session holds destroyed ones.
+  void Add(const std::shared_ptr<Stream>& stream) {
+    absl::MutexLock lock(&mutex_);
+    streams_[stream->id()] = stream;
+  }
+  std::shared_ptr<Stream> FindStream(uint64_t stream_id) override {
+    absl::MutexLock lock(&mutex_);
+    auto it = streams_.find(stream_id);
+    return it == streams_.end() ? nullptr : it->second.lock();
+  }
+  void OnStreamRetired(uint64_t stream_id, const RetiredTimeline& timeline) override {
+    absl::MutexLock lock(&mutex_);
+    retired_[stream_id] = timeline;
+  }
+  std::optional<RetiredTimeline> FindRetiredTimeline(uint64_t stream_id) override {
+    absl::MutexLock lock(&mutex_);
+    auto it = retired_.find(stream_id);
+    if (it == retired_.end()) return std::nullopt;
+    return it->second;
+  }
+  // Faults are recorded instead of failing the test.
+  std::atomic<bool> errors_expected{false};
+  std::vector<std::string> errors() {
+    absl::MutexLock lock(&mutex_);
+    return errors_;
+  }
   std::shared_ptr<const exec::Executable> FindExecutable(uint64_t) override { return nullptr; }
   void OnCommandDone(const Stream& stream, bool failed) override {
-    EXPECT_FALSE(failed) << "stream " << stream.id();
+    EXPECT_TRUE(!failed || errors_expected) << "stream " << stream.id();
     {
       absl::MutexLock lock(&log_.mutex);
       log_.streams.push_back(stream.id());
@@ -75,12 +101,18 @@ class FakeSession final : public ExecutionContext {
     }
   }
   void OnStreamError(const StreamError& error) override {
-    ADD_FAILURE() << "stream " << error.stream_id << ": " << error.message;
+    if (!errors_expected) ADD_FAILURE() << "stream " << error.stream_id << ": " << error.message;
+    absl::MutexLock lock(&mutex_);
+    errors_.push_back(error.message);
   }
 
  private:
   const uint64_t id_;
   CompletionLog& log_;
+  absl::Mutex mutex_;
+  std::map<uint64_t, std::weak_ptr<Stream>> streams_ ABSL_GUARDED_BY(mutex_);
+  std::map<uint64_t, RetiredTimeline> retired_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::string> errors_ ABSL_GUARDED_BY(mutex_);
   const std::vector<memory::SegmentRef> segments_;
   hal::Device& device_;
 };
@@ -274,6 +306,46 @@ TEST_F(CoreQueueTest, ADetachedStreamIsLetGoEvenWhileTheQueueSleeps) {
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (!released.expired() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
   EXPECT_TRUE(released.expired());
+}
+
+TEST_F(CoreQueueTest, AWaitOnADestroyedStreamThatWasLetGoIsStillAnswered) {
+  auto session = MakeSession(1);
+  log_.first = false;  // no gate
+  std::shared_ptr<Stream> destroyed = MakeStream(session);
+  session->Add(destroyed);
+  Append(*destroyed, NEURON_RTD_OP_SIGNAL);
+  destroyed->retiring.store(true);
+  ASSERT_TRUE(queue_->Attach(destroyed).ok());
+  AwaitCompletions(1);
+  std::weak_ptr<Stream> released = destroyed;
+  const uint64_t destroyed_id = destroyed->id();
+  destroyed.reset();
+  for (const absl::Time until = absl::Now() + absl::Seconds(30);
+       !released.expired() && absl::Now() < until;) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(released.expired());
+
+  // Its event at 1 completed before it went: a WAIT on it passes (it once
+  // failed with "WAIT names stream N, which this session does not have").
+  std::shared_ptr<Stream> waiter = MakeStream(session);
+  const neuron_rtd_wait_payload reached{.stream_id = destroyed_id, .value = 1};
+  Append(*waiter, NEURON_RTD_OP_WAIT, &reached, sizeof(reached));
+  ASSERT_TRUE(queue_->Attach(waiter).ok());
+  AwaitCompletions(2);
+  EXPECT_FALSE(waiter->failed());
+  EXPECT_EQ(waiter->completed(), 1u);
+
+  // One beyond what it ran can never come: an error that says so.
+  session->errors_expected = true;
+  std::shared_ptr<Stream> hopeless = MakeStream(session);
+  const neuron_rtd_wait_payload beyond{.stream_id = destroyed_id, .value = 5};
+  Append(*hopeless, NEURON_RTD_OP_WAIT, &beyond, sizeof(beyond));
+  ASSERT_TRUE(queue_->Attach(hopeless).ok());
+  AwaitCompletions(3);
+  EXPECT_TRUE(hopeless->failed());
+  ASSERT_EQ(session->errors().size(), 1u);
+  EXPECT_THAT(session->errors()[0], ::testing::HasSubstr("was destroyed at 1, before reaching 5"));
 }
 
 }  // namespace
