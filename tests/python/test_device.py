@@ -14,6 +14,16 @@ def test_import_torch_registers_the_device(run_python):
     assert result.stdout.split() == ["neuron", "True"]
 
 
+def test_importing_the_package_before_torch_works(run_python):
+    # torch's backend autoloading calls torch_neuronx._autoload while
+    # `import torch_neuronx` is still importing torch: it once failed with
+    # "partially initialized module 'torch_neuronx' has no attribute '_autoload'".
+    result = run_python("import torch_neuronx\nimport torch\n"
+                        "print(torch.ones(2, device='neuron').sum().item())")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["2.0"]
+
+
 def test_import_torch_without_a_daemon_still_works(run_python, tmp_path):
     result = run_python(
         "import torch\nprint(torch.neuron.is_available(), torch.neuron.device_count())",

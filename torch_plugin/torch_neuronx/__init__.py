@@ -10,7 +10,19 @@ starts a per-user one on the simulated device when none is running
 import os as _os
 import warnings as _warnings
 
-import torch as _torch
+
+def _autoload():
+    """Entry point of group ``torch.backends``: ``import torch`` calls it.
+    Registers the device without contacting the daemon. Defined before
+    ``import torch``: when a program imports this package first, torch calls
+    it while the package is half imported, and the package registers itself
+    at its end."""
+    register = globals().get("_register")
+    if register is not None:
+        register()
+
+
+import torch as _torch  # noqa: E402
 
 try:
     from torch_neuronx import _C
@@ -109,12 +121,6 @@ def _register():
     _torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
-
-
-def _autoload():
-    """Entry point of group ``torch.backends``: ``import torch`` calls it.
-    Registers the device without contacting the daemon."""
-    _register()
 
 
 _register()
