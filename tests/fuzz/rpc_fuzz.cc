@@ -90,6 +90,10 @@ class Harness {
     config.session.attach_timeout_ms = 100;
     config.session.max_sessions = 65536;
     config.session.max_sessions_per_user = 65536;
+    // A small cache: eviction runs often, and the fuzzer's memory stays
+    // flat (1 GiB, the default, is what the cache grew to in a long run).
+    config.executables.max_cache_bytes = 64ull << 20;
+    config.executables.max_bytes_per_user = 32ull << 20;
     auto daemon = neuron::rtd::Daemon::Create(config, neuron::rtd::DefaultOsSysCalls());
     Check(daemon.ok(), "creating the daemon");
     daemon_ = *std::move(daemon);
