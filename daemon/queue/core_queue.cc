@@ -22,9 +22,6 @@ namespace {
 // Records one session may run in a round before the worker turns to the
 // next session; its streams share them.
 constexpr int kRecordsPerTurn = 32;
-// The most a DMA job moves before the engine turns to the next job: a few
-// milliseconds of memcpy. Fills larger than this go to the engine too.
-constexpr uint64_t kDmaChunkBytes = 8ull << 20;
 // How long an idle worker keeps polling the rings before it sleeps: long
 // enough to catch a client's next command without a doorbell syscall, short
 // enough not to take a core from a 2-core host.
@@ -444,115 +441,6 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
     if (absl::Status status = check_layout(output); !status.ok()) return status;
   }
   return device_.Dispatch(*executable->prepared, launch.arguments, launch.scalars);
-}
-
-absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
-                                  const std::shared_ptr<ExecutionContext>& context,
-                                  DecodedRecord& record) {
-  const auto copy = std::get<neuron_rtd_copy_payload>(record.command);
-  DmaJob job{.stream = stream, .context = context, .record = record};
-  auto resolve_host = [&](const neuron_rtd_location& location) -> absl::StatusOr<HostSpan> {
-    if (location.kind == NEURON_RTD_LOCATION_STAGING) {
-      return context->ResolveStaging(location.address, copy.bytes);
-    }
-    return context->ResolveHostMemory(location.memory_id, location.address, copy.bytes);
-  };
-  if (copy.dst.kind == NEURON_RTD_LOCATION_DEVICE && copy.src.kind == NEURON_RTD_LOCATION_DEVICE) {
-    absl::StatusOr<DeviceSpan> source = context->ResolveDevice(copy.src.address, copy.bytes);
-    if (!source.ok()) return source.status();
-    absl::StatusOr<DeviceSpan> destination = context->ResolveDevice(copy.dst.address, copy.bytes);
-    if (!destination.ok()) return destination.status();
-    job.keep_alive = {source->segment, destination->segment};
-    job.run = [source = *source, destination = *destination](uint64_t offset, uint64_t length) {
-      return destination.device->CopyDeviceToDevice(destination.address + offset, *source.device,
-                                                     source.address + offset, length);
-    };
-  } else if (copy.dst.kind == NEURON_RTD_LOCATION_DEVICE) {
-    absl::StatusOr<HostSpan> source = resolve_host(copy.src);
-    if (!source.ok()) return source.status();
-    absl::StatusOr<DeviceSpan> destination = context->ResolveDevice(copy.dst.address, copy.bytes);
-    if (!destination.ok()) return destination.status();
-    job.keep_alive = {source->keep_alive, destination->segment};
-    job.run = [source = *source, destination = *destination](uint64_t offset, uint64_t length) {
-      return destination.device->CopyHostToDevice(destination.address + offset,
-                                                  source.data + offset, length);
-    };
-  } else {
-    absl::StatusOr<DeviceSpan> source = context->ResolveDevice(copy.src.address, copy.bytes);
-    if (!source.ok()) return source.status();
-    absl::StatusOr<HostSpan> destination = resolve_host(copy.dst);
-    if (!destination.ok()) return destination.status();
-    job.keep_alive = {source->segment, destination->keep_alive};
-    job.run = [source = *source, destination = *destination](uint64_t offset, uint64_t length) {
-      return source.device->CopyDeviceToHost(destination.data + offset, source.address + offset,
-                                             length);
-    };
-  }
-  job.bytes = copy.bytes;
-  EnqueueDma(std::move(job));
-  return absl::OkStatus();
-}
-
-absl::Status CoreQueue::StartFill(const std::shared_ptr<Stream>& stream,
-                                  const std::shared_ptr<ExecutionContext>& context,
-                                  DecodedRecord& record) {
-  const auto fill = std::get<neuron_rtd_fill_payload>(record.command);
-  if (absl::Status valid = hal::CheckFill(fill.bytes, fill.pattern_bytes); !valid.ok()) {
-    return valid;
-  }
-  absl::StatusOr<DeviceSpan> span = context->ResolveDevice(fill.device_address, fill.bytes);
-  if (!span.ok()) return span.status();
-  // Chunks start at multiples of kDmaChunkBytes, so of the pattern's width:
-  // each chunk continues the pattern where the last one stopped.
-  DmaJob job{.stream = stream, .context = context, .record = record};
-  job.keep_alive = {span->segment};
-  job.run = [span = *span, fill](uint64_t offset, uint64_t length) {
-    return span.device->Fill(fill.device_address + offset, length, fill.pattern,
-                             fill.pattern_bytes);
-  };
-  job.bytes = fill.bytes;
-  EnqueueDma(std::move(job));
-  return absl::OkStatus();
-}
-
-void CoreQueue::EnqueueDma(DmaJob job) {
-  job.stream->Consume(job.record.header.length, job.record.header.sequence);
-  job.stream->in_flight.store(true, std::memory_order_release);
-  absl::MutexLock lock(&mutex_);
-  dma_jobs_.push_back(std::move(job));
-  dma_ready_.Signal();
-}
-
-void CoreQueue::DmaLoop() {
-  while (true) {
-    DmaJob job;
-    {
-      absl::MutexLock lock(&mutex_);
-      while (dma_jobs_.empty() && !stopping_) dma_ready_.Wait(&mutex_);
-      if (stopping_) return;
-      job = std::move(dma_jobs_.front());
-      dma_jobs_.pop_front();
-    }
-    absl::Status status;
-    if (job.stream->failed()) {
-      status = absl::AbortedError("stream failed");
-    } else {
-      const uint64_t length = std::min(kDmaChunkBytes, job.bytes - job.done);
-      const auto started = std::chrono::steady_clock::now();
-      status = job.run(job.done, length);
-      Account(std::chrono::steady_clock::now() - started);
-      job.done += length;
-      if (status.ok() && job.done < job.bytes) {
-        // The rest after the other jobs waiting for the engine.
-        absl::MutexLock lock(&mutex_);
-        dma_jobs_.push_back(std::move(job));
-        continue;
-      }
-    }
-    Finish(*job.stream, *job.context, job.record, status);
-    job.stream->in_flight.store(false, std::memory_order_release);
-    Wake();
-  }
 }
 
 void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,

@@ -24,6 +24,10 @@
 
 namespace neuron::rtd::queue {
 
+// The most a DMA job moves before the engine turns to the next job: a few
+// milliseconds of memcpy. Fills larger than this go to the engine too.
+inline constexpr uint64_t kDmaChunkBytes = 8ull << 20;
+
 // Thread-safety: Attach, Detach and Wake may be called from any thread.
 // Lifetime: the device outlives the queue; the destructor
 // stops the threads.
