@@ -104,7 +104,7 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
 std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
   std::vector<std::vector<std::string>> rows = {{"SESSION", "PID", "UID", "CLIENT", "CORES",
                                                  "HBM USED", "STREAMS", "COMPLETED", "FAILED",
-                                                 "EXECUTABLES"}};
+                                                 "EXECUTABLES", "WEIGHT", "CORE SHARE"}};
   for (const neuronrt::SessionInfo& session : sessions) {
     rows.push_back({absl::StrFormat("%d", session.session_id),
                     absl::StrFormat("%d", session.owner.pid),
@@ -114,7 +114,9 @@ std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
                     absl::StrFormat("%d", session.stream_count),
                     absl::StrFormat("%d", session.commands_completed),
                     absl::StrFormat("%d", session.commands_failed),
-                    absl::StrFormat("%d", session.executable_count)});
+                    absl::StrFormat("%d", session.executable_count),
+                    absl::StrFormat("%d", session.share_weight),
+                    absl::StrFormat("%.0f%%", 100 * session.recent_core_share)});
   }
   return RenderTable(rows);
 }
@@ -135,6 +137,9 @@ nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions) 
         {"commands_failed", session.commands_failed},
         {"opened_at_unix_ms", session.opened_at_unix_ms},
         {"executables", session.executable_count},
+        {"share_weight", session.share_weight},
+        {"device_time_ns", session.device_time_ns},
+        {"recent_core_share", session.recent_core_share},
     });
   }
   return {{"sessions", std::move(list)}};

@@ -71,6 +71,16 @@ int main(int argc, char** argv) {
   kill->add_option("SESSION", kill_session, "session id, as `neuronctl ps` shows it")->required();
   kill->add_option("--reason", kill_reason, "recorded with the session's end");
 
+  uint64_t share_session = 0;
+  uint32_t share_weight = 1;
+  CLI::App* share = app.add_subcommand(
+      "share", "set a session's weight on its cores: sessions with work share a core's device "
+               "time in proportion to their weights (root, or the session's user)");
+  share->add_option("SESSION", share_session, "session id, as `neuronctl ps` shows it")->required();
+  share->add_option("WEIGHT", share_weight, "1 to 1000; a new session has [scheduler] default_weight")
+      ->required()
+      ->check(CLI::Range(1, 1000));
+
   bool stats_json = false;
   CLI::App* stats = app.add_subcommand(
       "stats", "per-core counters since the daemon started: utilization, commands completed "
@@ -130,6 +140,14 @@ int main(int argc, char** argv) {
     } else {
       std::cout << neuronctl::SessionsTable(*sessions);
     }
+    return 0;
+  }
+
+  if (*share) {
+    absl::Status set = (*client)->SetSessionWeight(share_session, share_weight);
+    if (!set.ok()) return Report(set, address);
+    std::printf("session %llu: weight %u\n", static_cast<unsigned long long>(share_session),
+                share_weight);
     return 0;
   }
 

@@ -318,10 +318,11 @@ absl::StatusOr<std::shared_ptr<HostBuffer>> Session::AllocateHost(uint64_t bytes
   return buffer;
 }
 
-absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core) {
+absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core, int32_t priority) {
   v1::CreateStreamRequest request;
   request.set_session_id(core_->id());
   request.set_core(core);
+  request.set_priority(priority);
   request.set_ring_bytes(core_->ring_bytes());
   auto response =
       core_->client().Call(&v1::Runtime::Stub::CreateStream, request, "CreateStream");

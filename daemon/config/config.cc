@@ -154,6 +154,9 @@ template <auto Field, int64_t kMinimum, int64_t kMaximum>
 constexpr auto kExecutablesKey =
     ApplyBounded<&DaemonConfig::executables, Field, kMinimum, kMaximum>;
 
+template <auto Field, int64_t kMinimum, int64_t kMaximum>
+constexpr auto kSchedulerKey = ApplyBounded<&DaemonConfig::scheduler, Field, kMinimum, kMaximum>;
+
 constexpr int64_t kTiB = int64_t{1} << 40;
 
 constexpr std::array kKeys = {
@@ -195,6 +198,16 @@ constexpr std::array kKeys = {
             kExecutablesKey<&ExecutableSettings::max_cache_bytes, 1 << 20, kTiB>},
     KeySpec{"executables", "max_bytes_per_user", ValueKind::kInteger,
             kExecutablesKey<&ExecutableSettings::max_bytes_per_user, 1 << 20, kTiB>},
+    KeySpec{"scheduler", "quantum_us", ValueKind::kInteger,
+            kSchedulerKey<&SchedulerSettings::quantum_us, 10, 1'000'000>},
+    KeySpec{"scheduler", "priority_lead_ms", ValueKind::kInteger,
+            kSchedulerKey<&SchedulerSettings::priority_lead_ms, 0, 60'000>},
+    KeySpec{"scheduler", "priority_aging_ms", ValueKind::kInteger,
+            kSchedulerKey<&SchedulerSettings::priority_aging_ms, 1, 60'000>},
+    KeySpec{"scheduler", "anticipation_us", ValueKind::kInteger,
+            kSchedulerKey<&SchedulerSettings::anticipation_us, 0, 10'000>},
+    KeySpec{"scheduler", "default_weight", ValueKind::kInteger,
+            kSchedulerKey<&SchedulerSettings::default_weight, 1, kMaxShareWeight>},
 };
 
 const KeySpec* FindKey(std::string_view section, std::string_view name) {
@@ -301,6 +314,27 @@ absl::Status ApplyFlag(std::string_view flag, const KeySpec& key, const Value& v
   return absl::OkStatus();
 }
 
+// [scheduler.user_weights]: a table of user name (or uid) = weight.
+absl::Status ApplyUserWeights(const toml::node& node, std::string_view source,
+                              DaemonConfig& config) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: 'scheduler.user_weights' must be a table of user = weight, got %s",
+        Location(source, node.source()), TomlTypeName(node)));
+  }
+  for (const auto& [user, weight] : *table) {
+    const std::optional<int64_t> value = weight.value<int64_t>();
+    if (!weight.is_integer() || !value || *value < 1 || *value > kMaxShareWeight) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: scheduler.user_weights.%s = %s: must be an integer between 1 and %d",
+          Location(source, weight.source()), user.str(), Render(weight), kMaxShareWeight));
+    }
+    config.scheduler.user_weights[std::string(user.str())] = static_cast<uint32_t>(*value);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DaemonConfig> ParseConfig(std::string_view toml_text, std::string_view source) {
@@ -326,6 +360,12 @@ absl::StatusOr<DaemonConfig> ParseConfig(std::string_view toml_text, std::string
           section, section, TomlTypeName(section_node)));
     }
     for (const auto& [name_key, node] : *table) {
+      if (section == "scheduler" && name_key.str() == "user_weights") {
+        if (absl::Status status = ApplyUserWeights(node, source, config); !status.ok()) {
+          return status;
+        }
+        continue;
+      }
       const KeySpec* key = FindKey(section, name_key.str());
       if (key == nullptr) {
         return absl::InvalidArgumentError(absl::StrFormat(

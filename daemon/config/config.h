@@ -6,6 +6,7 @@
 #define NEURON_RTD_DAEMON_CONFIG_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,6 +81,27 @@ struct ExecutableSettings {
   uint64_t max_bytes_per_user = 512ull << 20;
 };
 
+// How a core's queue shares it among sessions (daemon/queue/fair_queue.h).
+inline constexpr uint32_t kMaxShareWeight = 1000;
+
+struct SchedulerSettings {
+  // Device time a session runs back to back while others wait.
+  uint32_t quantum_us = 2000;
+  // How far a session may run ahead of its fair share through
+  // higher-priority streams.
+  uint32_t priority_lead_ms = 100;
+  // A waiting stream's priority rises one level per this much waiting.
+  uint32_t priority_aging_ms = 20;
+  // How long a core waits for the next command of the session in its turn
+  // before turning to another session.
+  uint32_t anticipation_us = 100;
+  // A new session's weight (neuronctl share changes it)...
+  uint32_t default_weight = 1;
+  // ...unless its user has one here: [scheduler.user_weights], user name
+  // (or numeric uid) = weight.
+  std::map<std::string, uint32_t> user_weights;
+};
+
 struct DaemonConfig {
   ServerConfig server;
   LogConfig log;
@@ -87,6 +109,7 @@ struct DaemonConfig {
   SimConfig sim;
   SessionSettings session;
   ExecutableSettings executables;
+  SchedulerSettings scheduler;
 };
 
 // Parses TOML text; `source` names it in errors (a path, or "<string>").

@@ -34,6 +34,9 @@ struct DeviceInfo {
   // Devices reachable directly over NeuronLink.
   std::vector<uint32_t> connected_devices;
   std::string bus_id;
+  // Priority levels of a core's command queues: stream priorities run from
+  // 0 (the default, lowest) to -(levels - 1) (highest), as CUDA's.
+  uint32_t stream_priority_levels = 1;
 
   uint32_t logical_cores() const { return physical_cores / logical_nc_config; }
 };

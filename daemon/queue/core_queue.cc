@@ -19,9 +19,6 @@
 namespace neuron::rtd::queue {
 namespace {
 
-// Records one session may run in a round before the worker turns to the
-// next session; its streams share them.
-constexpr int kRecordsPerTurn = 32;
 // How long an idle worker keeps polling the rings before it sleeps: long
 // enough to catch a client's next command without a doorbell syscall, short
 // enough not to take a core from a 2-core host.
@@ -36,7 +33,7 @@ void DrainEventFd(int fd) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
-    uint32_t core, hal::Device& device) {
+    uint32_t core, hal::Device& device, CoreQueueOptions options) {
   const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrFormat("core %d: epoll_create1", core));
@@ -50,14 +47,27 @@ absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
     ::close(epoll_fd);
     return failed;
   }
-  return std::unique_ptr<CoreQueue>(new CoreQueue(core, device, epoll_fd, wake_fd));
+  if (!options.clock) {
+    options.clock = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  return std::unique_ptr<CoreQueue>(
+      new CoreQueue(core, device, std::move(options), epoll_fd, wake_fd));
 }
 
-CoreQueue::CoreQueue(uint32_t core, hal::Device& device, int epoll_fd, int wake_fd)
+CoreQueue::CoreQueue(uint32_t core, hal::Device& device, CoreQueueOptions options, int epoll_fd,
+                     int wake_fd)
     : core_(core),
       device_(device),
+      options_(std::move(options)),
+      highest_priority_(
+          -static_cast<int>(std::max<uint32_t>(1, device.info().stream_priority_levels) - 1)),
       epoll_fd_(epoll_fd),
-      wake_fd_(wake_fd) {
+      wake_fd_(wake_fd),
+      fair_(options_.fair) {
   record_buffer_.resize(NEURON_RTD_MAX_RECORD_BYTES);
   worker_ = std::thread([this] { WorkerLoop(); });
   dma_ = std::thread([this] { DmaLoop(); });
@@ -96,6 +106,7 @@ absl::Status CoreQueue::Attach(std::shared_ptr<Stream> stream) {
       group = std::prev(sessions_.end());
     }
     group->streams.push_back(std::move(stream));
+    generation_.fetch_add(1, std::memory_order_release);
   }
   Wake();
   return absl::OkStatus();
@@ -111,6 +122,7 @@ void CoreQueue::Detach(Stream& stream) {
     std::erase_if(group.streams, [&](const auto& attached) { return attached.get() == &stream; });
   }
   std::erase_if(sessions_, [](const SessionStreams& group) { return group.streams.empty(); });
+  generation_.fetch_add(1, std::memory_order_release);
   // The worker may be asleep holding its copy of the list, and with it the
   // stream (its ring, doorbell and completion page): it lets go once woken.
   Wake();
@@ -128,6 +140,8 @@ void CoreQueue::WakeIfWaiting() {
 }
 
 void CoreQueue::WorkerLoop() {
+  std::vector<Contender> contenders;
+  std::vector<size_t> groups;
   while (true) {
     std::vector<SessionStreams> sessions;
     {
@@ -135,17 +149,175 @@ void CoreQueue::WorkerLoop() {
       if (stopping_) return;
       sessions = sessions_;
     }
-    bool progressed = false;
-    for (size_t i = 0; i < sessions.size(); ++i) {
-      progressed |= ServeSession(sessions[(next_session_ + i) % sessions.size()]);
+    ForgetDeparted(sessions);
+    Tidy(sessions);
+    FindContenders(sessions, /*running=*/0, contenders, groups);
+    if (!contenders.empty()) {
+      RunTurn(sessions, groups[fair_.Pick(contenders)]);
+      continue;
     }
-    if (!sessions.empty()) next_session_ = (next_session_ + 1) % sessions.size();
-    if (progressed) continue;
-
     const auto spin_until = std::chrono::steady_clock::now() + kIdleSpin;
     bool work = false;
     while (!work && std::chrono::steady_clock::now() < spin_until) work = HasRunnableWork(sessions);
     if (!work) Sleep(sessions);
+  }
+}
+
+void CoreQueue::ForgetDeparted(const std::vector<SessionStreams>& sessions) {
+  std::erase_if(known_sessions_, [&](uint64_t id) {
+    const bool present = std::any_of(sessions.begin(), sessions.end(),
+                                     [&](const SessionStreams& group) { return group.session_id == id; });
+    if (!present) fair_.Forget(id);
+    return !present;
+  });
+  for (const SessionStreams& group : sessions) {
+    if (std::find(known_sessions_.begin(), known_sessions_.end(), group.session_id) ==
+        known_sessions_.end()) {
+      known_sessions_.push_back(group.session_id);
+    }
+  }
+}
+
+bool CoreQueue::Ready(const Stream& stream) {
+  return !stream.in_flight.load(std::memory_order_acquire) &&
+         !stream.waiting.load(std::memory_order_acquire) &&
+         !stream.framing_lost.load(std::memory_order_acquire) &&
+         stream.LoadTail() != stream.head();
+}
+
+size_t CoreQueue::BestStream(const SessionStreams& group, int64_t now,
+                             const std::vector<bool>& passed) {
+  const size_t count = group.streams.size();
+  const size_t start = count == 0 ? 0 : *group.next_stream % count;
+  size_t best = kNoStream;
+  int best_priority = 0;
+  for (size_t k = 0; k < count; ++k) {
+    const size_t index = (start + k) % count;
+    Stream& stream = *group.streams[index];
+    if (passed[index] || !Ready(stream)) continue;
+    if (stream.ready_since_ns == 0) stream.ready_since_ns = now;
+    const int priority =
+        AgedPriority(stream.priority(), highest_priority_,
+                     std::chrono::nanoseconds(now - stream.ready_since_ns),
+                     options_.fair.priority_aging);
+    if (best == kNoStream || priority < best_priority) {
+      best = index;
+      best_priority = priority;
+    }
+  }
+  return best;
+}
+
+std::optional<int> CoreQueue::ReadyPriority(const SessionStreams& group) {
+  std::optional<int> best;
+  for (const std::shared_ptr<Stream>& stream : group.streams) {
+    if (!Ready(*stream)) continue;
+    if (!best || stream->priority() < *best) best = stream->priority();
+  }
+  return best;
+}
+
+void CoreQueue::FindContenders(const std::vector<SessionStreams>& sessions, uint64_t running,
+                               std::vector<Contender>& contenders,
+                               std::vector<size_t>& groups) {
+  contenders.clear();
+  groups.clear();
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    const SessionStreams& group = sessions[i];
+    if (group.session_id == running || group.streams.empty()) continue;
+    const std::optional<int> priority = ReadyPriority(group);
+    if (!priority) continue;
+    std::shared_ptr<ExecutionContext> context = group.streams.front()->context();
+    if (context == nullptr) continue;
+    contenders.push_back(Contender{.session_id = group.session_id,
+                                   .weight = context->share_weight(),
+                                   .priority = *priority});
+    groups.push_back(i);
+  }
+}
+
+bool CoreQueue::RetryWaits(const SessionStreams& group, std::vector<bool>& passed) {
+  bool resumed = false;
+  for (size_t i = 0; i < group.streams.size(); ++i) {
+    const std::shared_ptr<Stream>& stream = group.streams[i];
+    if (!stream->waiting.load(std::memory_order_acquire)) continue;
+    Serve(stream, 1);
+    if (!stream->waiting.load(std::memory_order_acquire)) {
+      passed[i] = false;
+      resumed = true;
+    }
+  }
+  return resumed;
+}
+
+void CoreQueue::Tidy(const std::vector<SessionStreams>& sessions) {
+  for (const SessionStreams& group : sessions) {
+    std::vector<bool> passed(group.streams.size(), false);
+    RetryWaits(group, passed);
+    for (const std::shared_ptr<Stream>& stream : group.streams) {
+      if (stream->retiring.load(std::memory_order_acquire) &&
+          !stream->in_flight.load(std::memory_order_acquire) &&
+          (stream->LoadTail() == stream->head() || stream->failed() ||
+           stream->framing_lost.load(std::memory_order_acquire))) {
+        if (std::shared_ptr<ExecutionContext> context = stream->context()) {
+          context->OnStreamRetired(stream->id(), RetiredTimeline{.completed = stream->completed(),
+                                                                  .failed = stream->failed()});
+        }
+        Detach(*stream);
+      }
+    }
+  }
+}
+
+bool CoreQueue::Anticipate(const SessionStreams& group) {
+  const int64_t until = Now() + options_.anticipation.count();
+  const std::vector<bool> none(group.streams.size(), false);
+  do {
+    if (BestStream(group, Now(), none) != kNoStream) return true;
+  } while (Now() < until);
+  return false;
+}
+
+void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t group_index) {
+  const SessionStreams& group = sessions[group_index];
+  std::shared_ptr<ExecutionContext> context = group.streams.front()->context();
+  if (context == nullptr) return;
+  std::vector<bool> passed(group.streams.size(), false);
+  std::vector<Contender> others;
+  std::vector<size_t> other_groups;
+  std::chrono::nanoseconds turn_used{0};
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  while (true) {
+    int64_t now = Now();
+    size_t index = BestStream(group, now, passed);
+    if (index == kNoStream && RetryWaits(group, passed)) continue;
+    if (index == kNoStream) {
+      // The session's work ran dry: wait a moment for its next command
+      // before handing the core to another session.
+      FindContenders(sessions, group.session_id, others, other_groups);
+      if (others.empty() || turn_used >= options_.fair.quantum || !Anticipate(group)) return;
+      now = Now();
+      index = BestStream(group, now, passed);
+      if (index == kNoStream) return;
+    }
+    const std::shared_ptr<Stream>& stream = group.streams[index];
+    const int served = Serve(stream, 1);
+    const int64_t finished = Now();
+    const std::chrono::nanoseconds took(std::max<int64_t>(0, finished - now));
+    fair_.Charge(group.session_id, context->share_weight(), took);
+    context->AddDeviceTime(static_cast<uint64_t>(took.count()));
+    turn_used += took;
+    stream->ready_since_ns = 0;
+    *group.next_stream = index + 1;
+    if (served == 0) passed[index] = true;
+    // A stream came or went (a session may have been killed): pick again.
+    if (generation_.load(std::memory_order_acquire) != generation) return;
+    FindContenders(sessions, group.session_id, others, other_groups);
+    const std::optional<int> priority = ReadyPriority(group);
+    const Contender running{.session_id = group.session_id,
+                            .weight = context->share_weight(),
+                            .priority = priority.value_or(kLowestStreamPriority)};
+    if (fair_.ShouldYield(running, turn_used, others)) return;
   }
 }
 
@@ -178,37 +350,6 @@ void CoreQueue::Sleep(const std::vector<SessionStreams>& sessions) {
     for (int i = 0; i < ready; ++i) DrainEventFd(events[i].data.fd);
   }
   set_sleeping(false);
-}
-
-bool CoreQueue::ServeSession(const SessionStreams& group) {
-  const size_t count = group.streams.size();
-  if (count == 0) return false;
-  // An even share of the session's budget, at least one record: with more
-  // streams than records, the rest go first in the session's next turn.
-  const int share = std::max<int>(1, kRecordsPerTurn / static_cast<int>(count));
-  int remaining = kRecordsPerTurn;
-  bool progressed = false;
-  size_t& next = *group.next_stream;
-  const size_t start = next % count;
-  for (size_t k = 0; k < count && remaining > 0; ++k) {
-    const size_t index = (start + k) % count;
-    const std::shared_ptr<Stream>& stream = group.streams[index];
-    const int served = Serve(stream, std::min(share, remaining));
-    remaining -= served;
-    progressed |= served > 0;
-    next = index + 1;
-    if (stream->retiring.load(std::memory_order_acquire) &&
-        !stream->in_flight.load(std::memory_order_acquire) &&
-        (stream->LoadTail() == stream->head() || stream->failed() ||
-         stream->framing_lost.load(std::memory_order_acquire))) {
-      if (std::shared_ptr<ExecutionContext> context = stream->context()) {
-        context->OnStreamRetired(stream->id(), RetiredTimeline{.completed = stream->completed(),
-                                                                .failed = stream->failed()});
-      }
-      Detach(*stream);
-    }
-  }
-  return progressed;
 }
 
 int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
@@ -263,10 +404,10 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
       ++served;
       continue;
     }
-    const auto started = std::chrono::steady_clock::now();
+    const int64_t started = Now();
     const Outcome outcome = Execute(stream, *context, *std::move(record));
     if (outcome == Outcome::kBlocked) break;
-    if (outcome == Outcome::kDone) Account(std::chrono::steady_clock::now() - started);
+    if (outcome == Outcome::kDone) Account(static_cast<uint64_t>(std::max<int64_t>(0, Now() - started)));
     ++served;
     if (outcome == Outcome::kDispatched) break;
   }
@@ -367,9 +508,7 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
   }
 }
 
-void CoreQueue::Account(std::chrono::steady_clock::duration took) {
-  const uint64_t ns = static_cast<uint64_t>(
-      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+void CoreQueue::Account(uint64_t ns) {
   busy_ns_.fetch_add(ns, std::memory_order_relaxed);
   latency_log2_ns_[std::bit_width(ns) % 64].fetch_add(1, std::memory_order_relaxed);
 }

@@ -1,7 +1,8 @@
 // The hardware queue of one logical NeuronCore: a worker thread that serves
-// every stream on the core, from every session (sessions take turns with
-// equal budgets; order is kept inside a stream, none between streams), and
-// a DMA engine thread so that copies overlap compute.
+// every stream on the core, from every session (sessions take turns by the
+// device time they have used, see fair_queue.h; order is kept inside a
+// stream, none between streams), and a DMA engine thread so that copies
+// overlap compute.
 #ifndef NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
 #define NEURON_RTD_DAEMON_QUEUE_CORE_QUEUE_H_
 
@@ -12,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/exec/executable.h"
 #include "daemon/hal/device.h"
+#include "daemon/queue/fair_queue.h"
 #include "daemon/queue/record_decoder.h"
 #include "daemon/queue/stream.h"
 
@@ -28,6 +31,17 @@ namespace neuron::rtd::queue {
 // milliseconds of memcpy. Fills larger than this go to the engine too.
 inline constexpr uint64_t kDmaChunkBytes = 8ull << 20;
 
+struct CoreQueueOptions {
+  FairQueueOptions fair;
+  // How long the worker waits for the next command of the session in its
+  // turn, when another session has work, before it ends the turn: an eager
+  // client's next operator is usually this close behind the last.
+  std::chrono::nanoseconds anticipation = std::chrono::microseconds(30);
+  // The clock that device time is measured by (nanoseconds); tests replace
+  // it. Default: steady_clock.
+  std::function<int64_t()> clock;
+};
+
 // Thread-safety: Attach, Detach and Wake may be called from any thread.
 // Lifetime: the device outlives the queue; the destructor
 // stops the threads.
@@ -36,7 +50,7 @@ class CoreQueue {
   // Starts the queue's threads; an error when the kernel refuses its
   // epoll instance or eventfd.
   static absl::StatusOr<std::unique_ptr<CoreQueue>> Create(
-      uint32_t core, hal::Device& device);
+      uint32_t core, hal::Device& device, CoreQueueOptions options = {});
   CoreQueue(const CoreQueue&) = delete;
   CoreQueue& operator=(const CoreQueue&) = delete;
   ~CoreQueue();
@@ -83,25 +97,48 @@ class CoreQueue {
     std::vector<std::shared_ptr<const void>> keep_alive;
   };
 
-  CoreQueue(uint32_t core, hal::Device& device, int epoll_fd, int wake_fd);
+  CoreQueue(uint32_t core, hal::Device& device, CoreQueueOptions options, int epoll_fd,
+            int wake_fd);
 
   void WorkerLoop();
   void DmaLoop();
-  // The streams of one session on this core. Sessions take turns, each
-  // with the same budget of records a round, however many streams it has:
-  // its streams share the budget, the next turn starting after the last
-  // stream served.
+  // The streams of one session on this core.
   struct SessionStreams {
     uint64_t session_id = 0;
     std::vector<std::shared_ptr<Stream>> streams;
-    // Worker only: where the session's next turn starts. Shared by the
-    // worker's copies of the list.
+    // Worker only: where the round robin among streams of equal priority
+    // starts next. Shared by the worker's copies of the list.
     std::shared_ptr<size_t> next_stream = std::make_shared<size_t>(0);
   };
+  static constexpr size_t kNoStream = SIZE_MAX;
 
-  // One session's turn: up to kRecordsPerTurn records of its streams; true
-  // when it made progress.
-  bool ServeSession(const SessionStreams& group);
+  int64_t Now() const { return options_.clock(); }
+  // Whether the worker may run the stream's next record now.
+  static bool Ready(const Stream& stream);
+  // The group's stream to serve next: the best aged priority, round robin
+  // among equals; kNoStream when none is ready. `passed` marks streams that
+  // made no progress in this turn.
+  size_t BestStream(const SessionStreams& group, int64_t now, const std::vector<bool>& passed);
+  // The best priority among the group's ready streams, if any is. Sessions
+  // are compared unaged: aging lifts a stream above its session's others,
+  // while the fair queue already keeps every session from starving.
+  static std::optional<int> ReadyPriority(const SessionStreams& group);
+  // Retries the group's WAITs the worker stopped at (they take no device
+  // time); true when one was satisfied (its stream is no longer passed).
+  bool RetryWaits(const SessionStreams& group, std::vector<bool>& passed);
+  // Retries every WAIT the worker stopped at (it takes no device time) and
+  // lets go of retired streams whose work is done.
+  void Tidy(const std::vector<SessionStreams>& sessions);
+  // The sessions other than `running` with ready work.
+  void FindContenders(const std::vector<SessionStreams>& sessions, uint64_t running,
+                      std::vector<Contender>& contenders, std::vector<size_t>& groups);
+  // Runs `group`'s ready commands back to back until the fair queue ends
+  // its turn.
+  void RunTurn(const std::vector<SessionStreams>& sessions, size_t group);
+  // Spins for up to the anticipation window until the group has a ready
+  // stream.
+  bool Anticipate(const SessionStreams& group);
+  void ForgetDeparted(const std::vector<SessionStreams>& sessions);
   // Serves up to `budget` records of one stream; returns how many it took
   // (a failure that consumed nothing counts as one).
   int Serve(const std::shared_ptr<Stream>& stream, int budget);
@@ -127,10 +164,12 @@ class CoreQueue {
 
   absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch);
 
-  void Account(std::chrono::steady_clock::duration took);
+  void Account(uint64_t ns);
 
   const uint32_t core_;
   hal::Device& device_;
+  const CoreQueueOptions options_;
+  const int highest_priority_;
   const int epoll_fd_;
   const int wake_fd_;
 
@@ -140,13 +179,17 @@ class CoreQueue {
   std::deque<DmaJob> dma_jobs_ ABSL_GUARDED_BY(mutex_);
   absl::CondVar dma_ready_;
 
+  // Bumped by every Attach and Detach: a turn ends when the streams change.
+  std::atomic<uint64_t> generation_{0};
   std::atomic<int> waiting_streams_{0};
   std::atomic<uint64_t> completed_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> busy_ns_{0};
   std::array<std::atomic<uint64_t>, 64> latency_log2_ns_{};
-  size_t next_session_ = 0;  // worker only: round-robin start
-  std::vector<uint8_t> record_buffer_;  // worker only
+  // Worker only.
+  FairQueue fair_;
+  std::vector<uint64_t> known_sessions_;
+  std::vector<uint8_t> record_buffer_;
   std::thread worker_;
   std::thread dma_;
 };

@@ -98,9 +98,9 @@ void CoreQueue::DmaLoop() {
       status = absl::AbortedError("stream failed");
     } else {
       const uint64_t length = std::min(kDmaChunkBytes, job.bytes - job.done);
-      const auto started = std::chrono::steady_clock::now();
+      const int64_t started = Now();
       status = job.run(job.done, length);
-      Account(std::chrono::steady_clock::now() - started);
+      Account(static_cast<uint64_t>(std::max<int64_t>(0, Now() - started)));
       job.done += length;
       if (status.ok() && job.done < job.bytes) {
         // The rest after the other jobs waiting for the engine.

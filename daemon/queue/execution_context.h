@@ -58,6 +58,10 @@ class ExecutionContext {
   virtual ~ExecutionContext() = default;
 
   virtual uint64_t session_id() const = 0;
+  // The session's weight in its cores' fair queues (>= 1).
+  virtual uint32_t share_weight() const = 0;
+  // The session used `ns` of a core's device time.
+  virtual void AddDeviceTime(uint64_t ns) = 0;
   virtual absl::StatusOr<DeviceSpan> ResolveDevice(uint64_t address, uint64_t length) = 0;
   virtual absl::StatusOr<HostSpan> ResolveStaging(uint64_t offset, uint64_t length) = 0;
   virtual absl::StatusOr<HostSpan> ResolveHostMemory(uint64_t host_memory_id, uint64_t offset,

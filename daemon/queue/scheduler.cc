@@ -4,8 +4,9 @@
 
 namespace neuron::rtd::queue {
 
-Scheduler::Scheduler(hal::Backend& backend)
+Scheduler::Scheduler(hal::Backend& backend, CoreQueueOptions options)
     : backend_(backend),
+      options_(std::move(options)),
       started_(new std::atomic<CoreQueue*>[backend.total_logical_cores()]),
       core_count_(backend.total_logical_cores()) {
   for (uint32_t core = 0; core < core_count_; ++core) started_[core].store(nullptr);
@@ -35,7 +36,7 @@ absl::StatusOr<CoreQueue*> Scheduler::Queue(uint32_t core) {
   std::unique_ptr<CoreQueue>& queue = queues_[core];
   if (queue == nullptr) {
     absl::StatusOr<std::unique_ptr<CoreQueue>> created =
-        CoreQueue::Create(core, **device);
+        CoreQueue::Create(core, **device, options_);
     if (!created.ok()) {
       queues_.erase(core);
       return created.status();

@@ -22,7 +22,7 @@ namespace neuron::rtd::queue {
 // destroys any queue: a worker finishing a command wakes the other queues.
 class Scheduler {
  public:
-  explicit Scheduler(hal::Backend& backend);
+  Scheduler(hal::Backend& backend, CoreQueueOptions options);
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
   ~Scheduler();
@@ -48,6 +48,7 @@ class Scheduler {
 
  private:
   hal::Backend& backend_;
+  const CoreQueueOptions options_;
   mutable absl::Mutex mutex_;
   std::map<uint32_t, std::unique_ptr<CoreQueue>> queues_ ABSL_GUARDED_BY(mutex_);
   // The queues by core, published once each is started; read without the

@@ -23,10 +23,11 @@ uint64_t InitializeRing(memory::SharedRegion& ring, uint64_t stream_id) {
 Stream::Stream(uint64_t id, uint64_t session_id, uint32_t core,
                std::unique_ptr<memory::SharedRegion> ring, int doorbell_fd,
                neuron_rtd_completion_slot* slot, std::shared_ptr<void> slot_keep_alive,
-               std::weak_ptr<ExecutionContext> context)
+               std::weak_ptr<ExecutionContext> context, int priority)
     : id_(id),
       session_id_(session_id),
       core_(core),
+      priority_(priority),
       ring_(std::move(ring)),
       header_(reinterpret_cast<neuron_rtd_ring_header*>(ring_->data())),
       doorbell_fd_(doorbell_fd),

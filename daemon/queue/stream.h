@@ -23,7 +23,7 @@ class Stream {
   Stream(uint64_t id, uint64_t session_id, uint32_t core,
          std::unique_ptr<memory::SharedRegion> ring, int doorbell_fd,
          neuron_rtd_completion_slot* slot, std::shared_ptr<void> slot_keep_alive,
-         std::weak_ptr<ExecutionContext> context);
+         std::weak_ptr<ExecutionContext> context, int priority = 0);
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   ~Stream();
@@ -31,6 +31,8 @@ class Stream {
   uint64_t id() const { return id_; }
   uint64_t session_id() const { return session_id_; }
   uint32_t core() const { return core_; }
+  // Lower runs first (as CUDA's): 0 is the default and the lowest.
+  int priority() const { return priority_; }
   const memory::SharedRegion& ring() const { return *ring_; }
   int doorbell_fd() const { return doorbell_fd_; }
   std::shared_ptr<ExecutionContext> context() const { return context_.lock(); }
@@ -65,12 +67,17 @@ class Stream {
   // the stream go (as cudaStreamDestroy does).
   std::atomic<bool> retiring{false};
 
+  // Worker only: when the worker first saw the stream ready and passed it
+  // over (0: not waiting), for its priority's aging.
+  int64_t ready_since_ns = 0;
+
  private:
   void WakeWaiters();
 
   const uint64_t id_;
   const uint64_t session_id_;
   const uint32_t core_;
+  const int priority_;
   const std::unique_ptr<memory::SharedRegion> ring_;
   neuron_rtd_ring_header* const header_;
   const int doorbell_fd_;

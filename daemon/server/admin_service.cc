@@ -4,6 +4,7 @@
 
 #include "absl/time/time.h"
 #include "absl/strings/str_format.h"
+#include "daemon/config/config.h"
 #include "daemon/server/device_proto.h"
 #include "daemon/server/grpc_status.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -51,6 +52,9 @@ grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSess
     info->set_commands_failed(stats.commands_failed);
     info->set_opened_at_unix_ms(absl::ToUnixMillis(session->opened_at()));
     info->set_executable_count(stats.executables);
+    info->set_share_weight(stats.share_weight);
+    info->set_device_time_ns(stats.device_time_ns);
+    info->set_recent_core_share(stats.recent_share);
   }
   return grpc::Status::OK;
 }
@@ -67,6 +71,26 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* context,
       absl::StrFormat("killed by uid %d (pid %d)%s%s", caller->uid, caller->pid,
                       request->reason().empty() ? "" : ": ", request->reason().substr(0, 256));
   return ToGrpc(sessions_.Close(request->session_id(), *caller, NEURON_RTD_STATUS_CLOSED, reason));
+}
+
+grpc::Status AdminService::SetSessionWeight(grpc::ServerContext* context,
+                                            const v1::SetSessionWeightRequest* request,
+                                            v1::SetSessionWeightResponse*) {
+  std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
+  if (!caller) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "the daemon cannot identify this connection's peer");
+  }
+  if (request->weight() < 1 || request->weight() > kMaxShareWeight) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrFormat("weight %d is not between 1 and %d", request->weight(),
+                                        kMaxShareWeight));
+  }
+  absl::StatusOr<std::shared_ptr<session::Session>> session =
+      sessions_.Get(request->session_id(), *caller);
+  if (!session.ok()) return ToGrpc(session.status());
+  (*session)->set_share_weight(request->weight());
+  return grpc::Status::OK;
 }
 
 grpc::Status AdminService::CheckAdministrator(grpc::ServerContext* context,

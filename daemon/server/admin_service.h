@@ -38,6 +38,9 @@ class AdminService final : public v1::Admin::Service {
                             v1::ListSessionsResponse* response) override;
   grpc::Status KillSession(grpc::ServerContext* context, const v1::KillSessionRequest* request,
                            v1::KillSessionResponse* response) override;
+  grpc::Status SetSessionWeight(grpc::ServerContext* context,
+                                const v1::SetSessionWeightRequest* request,
+                                v1::SetSessionWeightResponse* response) override;
   grpc::Status Drain(grpc::ServerContext* context, const v1::DrainRequest* request,
                      v1::DrainResponse* response) override;
   grpc::Status ResetDevice(grpc::ServerContext* context, const v1::ResetDeviceRequest* request,

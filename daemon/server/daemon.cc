@@ -1,13 +1,16 @@
 #include "daemon/server/daemon.h"
 
 #include <grp.h>
+#include <pwd.h>
 #include <google/protobuf/stubs/logging.h>
 #include <grpcpp/server_builder.h>
 #include <grpcpp/server_posix.h>
 
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "daemon/hal/backend_factory.h"
 #include "daemon/server/unimplemented_interceptor.h"
 #include "neuron/rtd/socket_paths.h"
@@ -26,6 +29,33 @@ std::optional<gid_t> LookupGroup(const std::string& name) {
     return std::nullopt;
   }
   return entry.gr_gid;
+}
+
+std::optional<uid_t> LookupUser(const std::string& name) {
+  uint32_t uid = 0;
+  if (absl::SimpleAtoi(name, &uid)) return uid;
+  passwd entry{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (::getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+      found == nullptr) {
+    return std::nullopt;
+  }
+  return entry.pw_uid;
+}
+
+// [scheduler.user_weights] by uid; an error naming a user this host lacks.
+absl::StatusOr<std::map<uint32_t, uint32_t>> WeightsByUid(const SchedulerSettings& settings) {
+  std::map<uint32_t, uint32_t> weights;
+  for (const auto& [user, weight] : settings.user_weights) {
+    const std::optional<uid_t> uid = LookupUser(user);
+    if (!uid) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "[scheduler.user_weights]: this host has no user '%s'", user));
+    }
+    weights[*uid] = weight;
+  }
+  return weights;
 }
 
 // The system socket is shared with a group (0660); any other socket belongs
@@ -52,22 +82,37 @@ ListenerOptions MakeListenerOptions(const ServerConfig& config) {
 
 std::string DataPlanePath(const std::string& socket_path) { return socket_path + ".data"; }
 
-session::SessionConfig SessionConfigFrom(const SessionSettings& settings) {
+session::SessionConfig SessionConfigFrom(const SessionSettings& settings,
+                                         const SchedulerSettings& scheduler,
+                                         std::map<uint32_t, uint32_t> weights_by_uid) {
   return session::SessionConfig{
       .limits = session::SessionLimits{.max_hbm_bytes = settings.max_hbm_bytes,
                                        .max_streams = settings.max_streams,
                                        .max_ring_bytes = settings.max_ring_bytes,
                                        .staging_bytes = settings.staging_bytes,
-                                       .max_host_memory_bytes = settings.max_host_memory_bytes},
+                                       .max_host_memory_bytes = settings.max_host_memory_bytes,
+                                       .share_weight = scheduler.default_weight},
       .attach_timeout = absl::Milliseconds(settings.attach_timeout_ms),
       .max_sessions = settings.max_sessions,
-      .max_sessions_per_user = settings.max_sessions_per_user};
+      .max_sessions_per_user = settings.max_sessions_per_user,
+      .share_weight_by_uid = std::move(weights_by_uid)};
+}
+
+queue::CoreQueueOptions CoreQueueOptionsFrom(const SchedulerSettings& settings) {
+  return queue::CoreQueueOptions{
+      .fair = queue::FairQueueOptions{
+          .quantum = std::chrono::microseconds(settings.quantum_us),
+          .priority_lead = std::chrono::milliseconds(settings.priority_lead_ms),
+          .priority_aging = std::chrono::milliseconds(settings.priority_aging_ms)},
+      .anticipation = std::chrono::microseconds(settings.anticipation_us),
+      .clock = {}};
 }
 
 }  // namespace
 
 Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
-               std::unique_ptr<hal::Backend> backend, std::unique_ptr<UnixSocketListener> listener)
+               std::unique_ptr<hal::Backend> backend, std::unique_ptr<UnixSocketListener> listener,
+               std::map<uint32_t, uint32_t> weights_by_uid)
     : config_(config),
       sys_calls_(sys_calls),
       peers_(sys_calls),
@@ -76,8 +121,9 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
       executables_(*backend_,
                    exec::CacheLimits{.max_bytes = config.executables.max_cache_bytes,
                                      .max_bytes_per_user = config.executables.max_bytes_per_user}),
-      scheduler_(*backend_),
-      sessions_(SessionConfigFrom(config.session), *backend_, scheduler_, memory_),
+      scheduler_(*backend_, CoreQueueOptionsFrom(config.scheduler)),
+      sessions_(SessionConfigFrom(config.session, config.scheduler, std::move(weights_by_uid)),
+                *backend_, scheduler_, memory_),
       listener_(std::move(listener)),
       admin_service_(*backend_, memory_, scheduler_, executables_, sessions_, peers_, status_),
       runtime_service_(*backend_, memory_, executables_, sessions_, peers_,
@@ -89,6 +135,8 @@ Daemon::~Daemon() {
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& config,
                                                        OsSysCalls& sys_calls) {
+  absl::StatusOr<std::map<uint32_t, uint32_t>> weights = WeightsByUid(config.scheduler);
+  if (!weights.ok()) return weights.status();
   absl::StatusOr<std::unique_ptr<hal::Backend>> backend =
       hal::CreateBackend(hal::BackendOptions{.kind = config.device.backend,
                                              .logical_nc_config = config.device.logical_nc_config,
@@ -103,7 +151,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
       UnixSocketListener::Create(listener_options, sys_calls);
   if (!listener.ok()) return listener.status();
 
-  std::unique_ptr<Daemon> daemon(new Daemon(config, sys_calls, *std::move(backend), *std::move(listener)));
+  std::unique_ptr<Daemon> daemon(new Daemon(config, sys_calls, *std::move(backend),
+                                            *std::move(listener), *std::move(weights)));
   ListenerOptions data_options = listener_options;
   data_options.path = DataPlanePath(listener_options.path);
   absl::StatusOr<std::unique_ptr<DataPlane>> data_plane =

@@ -5,6 +5,7 @@
 
 #include <grpcpp/server.h>
 
+#include <map>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -50,7 +51,8 @@ class Daemon {
 
  private:
   Daemon(const DaemonConfig& config, OsSysCalls& sys_calls, std::unique_ptr<hal::Backend> backend,
-         std::unique_ptr<UnixSocketListener> listener);
+         std::unique_ptr<UnixSocketListener> listener,
+         std::map<uint32_t, uint32_t> weights_by_uid);
 
   const DaemonConfig config_;
   OsSysCalls& sys_calls_;

@@ -41,6 +41,7 @@ void DeviceToProto(const hal::DeviceInfo& info, uint64_t hbm_used, v1::DeviceInf
   out->set_hbm_used_bytes(hbm_used);
   for (uint32_t neighbour : info.connected_devices) out->add_connected_devices(neighbour);
   out->set_bus_id(info.bus_id);
+  out->set_stream_priority_levels(info.stream_priority_levels);
 }
 
 }  // namespace

@@ -134,7 +134,7 @@ grpc::Status RuntimeService::CreateStream(grpc::ServerContext* context,
   auto session = CallerSession(context, request->session_id());
   if (!session.ok()) return ToGrpc(session.status());
   absl::StatusOr<session::StreamRegion> stream =
-      (*session)->CreateStream(request->core(), request->ring_bytes());
+      (*session)->CreateStream(request->core(), request->ring_bytes(), request->priority());
   if (!stream.ok()) return ToGrpc(stream.status());
   response->set_stream_id(stream->stream->id());
   RegionToProto(stream->stream->ring().id(), v1::SHARED_REGION_KIND_COMMAND_RING,

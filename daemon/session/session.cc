@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -17,6 +18,12 @@
 
 namespace neuron::rtd::session {
 namespace {
+
+int64_t MonotonicNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Bound on recorded asynchronous errors per session: the first failure of
 // each stream is kept, so this only caps a client that churns streams.
@@ -54,7 +61,9 @@ Session::Session(uint64_t id, const PeerCredentials& owner, std::string client_n
       completion_page_(std::move(completion_page)),
       staging_(std::move(staging)),
       scheduler_(scheduler),
-      memory_(memory) {
+      memory_(memory),
+      share_weight_(std::max<uint32_t>(1, limits.share_weight)),
+      recent_device_time_(static_cast<double>(absl::ToInt64Nanoseconds(kShareWindow))) {
   neuron_rtd_completion_page_header* header = PageHeader(*completion_page_);
   *header = neuron_rtd_completion_page_header{};
   header->magic = NEURON_RTD_COMPLETION_MAGIC;
@@ -75,13 +84,27 @@ SessionStats Session::stats() const {
     absl::MutexLock lock(&executables_mutex_);
     executables = static_cast<uint32_t>(executables_.size());
   }
+  double recent_share;
+  {
+    absl::MutexLock lock(&share_mutex_);
+    recent_share = recent_device_time_.ValueAt(MonotonicNanos()) / recent_device_time_.window_ns();
+  }
   absl::MutexLock lock(&mutex_);
   return SessionStats{.hbm_bytes = segments_.bytes(),
                       .streams = static_cast<uint32_t>(streams_.size()),
                       .commands_completed = commands_completed_.load(),
                       .commands_failed = commands_failed_.load(),
+                      .device_time_ns = device_time_ns_.load(std::memory_order_relaxed),
+                      .recent_share = recent_share,
+                      .share_weight = share_weight(),
                       .host_memory_bytes = host_memory_bytes_,
                       .executables = executables};
+}
+
+void Session::AddDeviceTime(uint64_t ns) {
+  device_time_ns_.fetch_add(ns, std::memory_order_relaxed);
+  absl::MutexLock lock(&share_mutex_);
+  recent_device_time_.Add(MonotonicNanos(), static_cast<double>(ns));
 }
 
 absl::Status Session::CheckOpen() const {
@@ -188,7 +211,8 @@ absl::Status Session::FreeSegment(uint64_t segment_id) {
   return removed.status();
 }
 
-absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_bytes) {
+absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_bytes,
+                                                   int32_t priority) {
   if (absl::Status status = CheckOpen(); !status.ok()) return status;
   if (absl::Status status = CheckCore(core); !status.ok()) return status;
   const uint64_t limit = std::min<uint64_t>(limits_.max_ring_bytes, NEURON_RTD_MAX_RING_BYTES);
@@ -244,8 +268,13 @@ absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_
   }
   neuron_rtd_completion_slot* completion = Slot(*completion_page_, slot);
   *completion = neuron_rtd_completion_slot{};
+  // Out-of-range priorities are clamped, as CUDA clamps them.
+  const int highest =
+      -static_cast<int>(std::max<uint32_t>(1, (*queue)->device().info().stream_priority_levels) - 1);
+  const int clamped = std::clamp<int32_t>(priority, highest, queue::kLowestStreamPriority);
   auto stream = std::make_shared<queue::Stream>(stream_id, id_, core, *std::move(ring), doorbell,
-                                                completion, completion_page_, weak_from_this());
+                                                completion, completion_page_, weak_from_this(),
+                                                clamped);
   if (absl::Status sent = SendRegion(stream->ring(), doorbell); !sent.ok()) {
     release_slot();
     return sent;

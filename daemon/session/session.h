@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/common/decaying_sum.h"
 #include "daemon/common/peer_credentials.h"
 #include "daemon/exec/executable_cache.h"
 #include "daemon/memory/memory_manager.h"
@@ -32,7 +33,12 @@ struct SessionLimits {
   uint64_t max_ring_bytes = 4ull << 20;
   uint64_t staging_bytes = 64ull << 20;
   uint64_t max_host_memory_bytes = 16ull << 30;
+  // The session's weight in its cores' fair queues until changed.
+  uint32_t share_weight = 1;
 };
+
+// The window of SessionStats::recent_share.
+inline constexpr absl::Duration kShareWindow = absl::Seconds(5);
 
 // A ring handed to the client: its region and its doorbell.
 struct StreamRegion {
@@ -45,6 +51,11 @@ struct SessionStats {
   uint32_t streams = 0;
   uint64_t commands_completed = 0;
   uint64_t commands_failed = 0;
+  // Device time its commands took on its cores, and the fraction of one
+  // core's time they took over about the last kShareWindow.
+  uint64_t device_time_ns = 0;
+  double recent_share = 0;
+  uint32_t share_weight = 1;
   uint64_t host_memory_bytes = 0;
   uint32_t executables = 0;
 };
@@ -81,7 +92,9 @@ class Session final : public queue::ExecutionContext,
   absl::Status FreeSegment(uint64_t segment_id);
   // Creates a stream on `core` whose ring holds `ring_bytes` (rounded up to a
   // power of two), sends its ring to the client and starts serving it.
-  absl::StatusOr<StreamRegion> CreateStream(uint32_t core, uint64_t ring_bytes);
+  // `priority` is clamped to the core's range of stream priorities.
+  absl::StatusOr<StreamRegion> CreateStream(uint32_t core, uint64_t ring_bytes,
+                                            int32_t priority = 0);
   // Commands already submitted still run; the stream goes once they have.
   absl::Status DestroyStream(uint64_t stream_id);
   absl::StatusOr<std::shared_ptr<memory::SharedRegion>> RegisterHostMemory(uint64_t size);
@@ -101,8 +114,15 @@ class Session final : public queue::ExecutionContext,
   void Close(int32_t nrt_status, const std::string& reason);
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
+  // 1 to kMaxShareWeight (config.h).
+  void set_share_weight(uint32_t weight) { share_weight_.store(weight, std::memory_order_relaxed); }
+
   // queue::ExecutionContext
   uint64_t session_id() const override { return id_; }
+  uint32_t share_weight() const override {
+    return share_weight_.load(std::memory_order_relaxed);
+  }
+  void AddDeviceTime(uint64_t ns) override;
   absl::StatusOr<queue::DeviceSpan> ResolveDevice(uint64_t address, uint64_t length) override;
   absl::StatusOr<queue::HostSpan> ResolveStaging(uint64_t offset, uint64_t length) override;
   absl::StatusOr<queue::HostSpan> ResolveHostMemory(uint64_t host_memory_id, uint64_t offset,
@@ -134,6 +154,11 @@ class Session final : public queue::ExecutionContext,
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> commands_completed_{0};
   std::atomic<uint64_t> commands_failed_{0};
+  std::atomic<uint32_t> share_weight_;
+  std::atomic<uint64_t> device_time_ns_{0};
+  // Apart from mutex_: taken for every command the queues run.
+  mutable absl::Mutex share_mutex_;
+  DecayingSum recent_device_time_ ABSL_GUARDED_BY(share_mutex_);
 
   mutable absl::Mutex mutex_;
   int data_fd_ ABSL_GUARDED_BY(mutex_) = -1;

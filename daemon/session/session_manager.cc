@@ -116,8 +116,13 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
       memory::SharedRegion::Create(2, NEURON_RTD_REGION_STAGING, config_.limits.staging_bytes,
                            absl::StrFormat("neuron-rtd-staging-%d", id));
   if (!staging.ok()) return staging.status();
+  SessionLimits limits = config_.limits;
+  if (auto weight = config_.share_weight_by_uid.find(peer.uid);
+      weight != config_.share_weight_by_uid.end()) {
+    limits.share_weight = weight->second;
+  }
   auto session = std::make_shared<Session>(id, peer, std::move(client_name), std::move(cores),
-                                           config_.limits, *std::move(page), *std::move(staging),
+                                           limits, *std::move(page), *std::move(staging),
                                            scheduler_, memory_);
   absl::MutexLock lock(&mutex_);
   sessions_.emplace(id, Entry{.session = session, .token = *token});

@@ -30,6 +30,8 @@ struct SessionConfig {
   absl::Duration attach_timeout = absl::Seconds(10);
   uint32_t max_sessions = 1024;
   uint32_t max_sessions_per_user = 256;
+  // Weights of sessions by their user's uid, over limits.share_weight.
+  std::map<uint32_t, uint32_t> share_weight_by_uid;
 };
 
 struct OpenedSession {

@@ -129,6 +129,7 @@ class Harness {
         Unary("GetCacheInfo", admin_.get(), &v1::Admin::Stub::GetCacheInfo),
         Unary("ClearCache", admin_.get(), &v1::Admin::Stub::ClearCache),
         Unary("Drain", admin_.get(), &v1::Admin::Stub::Drain),
+        Unary("SetSessionWeight", admin_.get(), &v1::Admin::Stub::SetSessionWeight),
     };
   }
 

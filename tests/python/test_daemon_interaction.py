@@ -28,6 +28,29 @@ def test_neuronctl_ps_shows_this_process_and_its_commands():
     assert mine["commands_completed"] > 0
 
 
+def test_neuronctl_share_sets_this_sessions_weight_and_ps_shows_its_device_time():
+    (torch.ones(64, 64, device="neuron") @ torch.ones(64, 64, device="neuron")).sum().item()
+    info = torch_neuronx._C._session_info()
+    address = info["address"]
+    result = neuronctl("--address", address, "share", str(info["session_id"]), "3")
+    assert result.returncode == 0, result.stderr
+    assert f"session {info['session_id']}: weight 3" in result.stdout
+    mine = {s["session_id"]: s for s in json.loads(
+        neuronctl("--address", address, "ps", "--json").stdout)["sessions"]}[info["session_id"]]
+    assert mine["share_weight"] == 3
+    assert mine["device_time_ns"] > 0
+    assert 0 < mine["recent_core_share"] <= 1
+    table = neuronctl("--address", address, "ps").stdout
+    assert "WEIGHT" in table and "CORE SHARE" in table
+
+    for bad in ("0", "1001"):
+        refused = neuronctl("--address", address, "share", str(info["session_id"]), bad)
+        assert refused.returncode == 2 and "WEIGHT" in refused.stderr, refused.stderr
+    missing = neuronctl("--address", address, "share", "987654321", "2")
+    assert missing.returncode == 1 and "987654321" in missing.stderr, missing.stderr
+    neuronctl("--address", address, "share", str(info["session_id"]), "1")
+
+
 def test_a_daemon_that_dies_gives_an_error_not_a_hang(tmp_path):
     socket_path = tmp_path / "rtd.sock"
     script = (

@@ -129,3 +129,35 @@ def test_streams_come_from_a_bounded_pool():
     ids = {torch_neuronx.Stream().stream_id for _ in range(100)}
     assert 1 < len(ids) <= 16
     assert 0 not in ids  # the default stream is not handed out
+
+
+def test_stream_priorities_are_cudas():
+    lowest, highest = torch_neuronx.Stream.priority_range()
+    assert lowest == 0 and highest < 0  # lower runs first, as torch.cuda's
+    assert torch.neuron.Stream.priority_range() == (lowest, highest)
+    high = torch_neuronx.Stream(priority=highest)
+    assert high.priority == highest
+    assert torch_neuronx.Stream().priority == 0
+    # Out of range is clamped, as CUDA clamps.
+    assert torch_neuronx.Stream(priority=-100).priority == highest
+    assert torch_neuronx.Stream(priority=5).priority == 0
+    # The generic API reaches the same pools; each level has its own.
+    generic = torch.Stream(device="neuron", priority=highest)
+    assert torch_neuronx.Stream(stream_id=generic.stream_id, device_index=generic.device_index,
+                                device_type=generic.device_type).priority == highest
+    default_ids = {torch_neuronx.Stream().stream_id for _ in range(20)}
+    high_ids = {torch_neuronx.Stream(priority=highest).stream_id for _ in range(20)}
+    assert not default_ids & high_ids
+
+
+def test_work_on_a_high_priority_stream_is_ordered_by_events_as_any_other():
+    high = torch_neuronx.Stream(priority=torch_neuronx.Stream.priority_range()[1])
+    x = torch.ones(256, 256, device="neuron")
+    y = x @ x
+    done = torch_neuronx.Event()
+    done.record()
+    with torch_neuronx.stream(high):
+        high.wait_event(done)
+        z = y + 1
+    high.synchronize()
+    assert z[0, 0].item() == 257.0

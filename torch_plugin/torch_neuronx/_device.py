@@ -86,13 +86,29 @@ def synchronize(device=None):
 
 class Stream(torch.Stream):
     """A neuron stream: an ordered queue of operators on one NeuronCore.
-    Same implementation as ``torch.Stream(device="neuron")``."""
+    Same implementation as ``torch.Stream(device="neuron")``.
+
+    ``priority`` is as CUDA's: lower runs first, 0 is the default and the
+    lowest, ``Stream.priority_range()[1]`` the highest; values outside the
+    range are clamped. A ready command of a higher-priority stream runs at
+    the core's next command boundary (docs/neuron-rtd.md, "How a core is
+    shared")."""
 
     def __new__(cls, device=None, priority=0, **kwargs):
         _lazy_init()
         if "stream_id" in kwargs:
             return super().__new__(cls, **kwargs)
         return super().__new__(cls, device=torch.device("neuron", _index(device)), priority=priority)
+
+    @property
+    def priority(self):
+        return _C._stream_priority(self.device_index, self.stream_id)
+
+    @staticmethod
+    def priority_range():
+        """(lowest, highest) priority, as ``torch.cuda.Stream.priority_range()``."""
+        _lazy_init()
+        return _C._stream_priority_range()
 
 
 class Event(torch.Event):

@@ -43,6 +43,9 @@ class Client {
   virtual absl::StatusOr<std::vector<SessionInfo>> ListSessions() const = 0;
   // Ends another session as if its client had died: root or the same user.
   virtual absl::Status KillSession(uint64_t session_id, const std::string& reason) const = 0;
+  // Sets a session's weight (1 to 1000) in its cores' fair queues: root or
+  // the same user.
+  virtual absl::Status SetSessionWeight(uint64_t session_id, uint32_t weight) const = 0;
   // Stops (or, with false, resumes) admitting sessions; returns the daemon's
   // state ("draining" or "serving"). Root or the daemon's user.
   virtual absl::StatusOr<std::string> Drain(bool enable) const = 0;

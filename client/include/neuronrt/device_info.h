@@ -22,6 +22,9 @@ struct DeviceInfo {
   uint64_t hbm_used_bytes = 0;
   std::vector<uint32_t> connected_devices;
   std::string bus_id;
+  // Stream priorities run from 0 (default, lowest) to
+  // -(stream_priority_levels - 1) (highest).
+  uint32_t stream_priority_levels = 1;
 };
 
 // The peer the daemon saw on the caller's connection.
@@ -57,6 +60,11 @@ struct SessionInfo {
   uint64_t opened_at_unix_ms = 0;
   // Executables the session holds.
   uint32_t executable_count = 0;
+  // Its weight in its cores' fair queues; device time its commands took;
+  // the fraction of one core's time they took over about the last 5 s.
+  uint32_t share_weight = 1;
+  uint64_t device_time_ns = 0;
+  double recent_core_share = 0;
 };
 
 // One core's counters since the daemon started (`neuronctl stats`).

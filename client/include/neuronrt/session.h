@@ -162,7 +162,9 @@ class Session {
   absl::StatusOr<DeviceBuffer> Allocate(uint32_t core, uint64_t bytes);
   absl::Status Free(const DeviceBuffer& buffer);
   absl::StatusOr<std::shared_ptr<HostBuffer>> AllocateHost(uint64_t bytes);
-  absl::StatusOr<std::shared_ptr<Stream>> CreateStream(uint32_t core);
+  // `priority` as CUDA's (lower runs first, 0 the default and lowest,
+  // DeviceInfo::stream_priority_levels levels); the daemon clamps it.
+  absl::StatusOr<std::shared_ptr<Stream>> CreateStream(uint32_t core, int32_t priority = 0);
 
   // Loads an eager-op executable (a serialized neuron.rtd.v1.ExecutableBody)
   // into the daemon, once per host: when any process already loaded the same

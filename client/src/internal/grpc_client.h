@@ -58,6 +58,13 @@ class GrpcClient final : public Client {
     return sessions;
   }
 
+  absl::Status SetSessionWeight(uint64_t session_id, uint32_t weight) const override {
+    v1::SetSessionWeightRequest request;
+    request.set_session_id(session_id);
+    request.set_weight(weight);
+    return Call(&v1::Admin::Stub::SetSessionWeight, request, "SetSessionWeight").status();
+  }
+
   absl::Status KillSession(uint64_t session_id, const std::string& reason) const override {
     v1::KillSessionRequest request;
     request.set_session_id(session_id);

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "src/internal/proto_convert.h"
 
 #include "absl/strings/str_format.h"
@@ -58,6 +60,7 @@ DeviceInfo FromProto(const v1::DeviceInfo& device) {
   info.connected_devices.assign(device.connected_devices().begin(),
                                 device.connected_devices().end());
   info.bus_id = device.bus_id();
+  info.stream_priority_levels = std::max<uint32_t>(1, device.stream_priority_levels());
   return info;
 }
 
@@ -96,6 +99,9 @@ SessionInfo FromProto(const v1::SessionInfo& session) {
   info.commands_failed = session.commands_failed();
   info.opened_at_unix_ms = session.opened_at_unix_ms();
   info.executable_count = session.executable_count();
+  info.share_weight = session.share_weight();
+  info.device_time_ns = session.device_time_ns();
+  info.recent_core_share = session.recent_core_share();
   return info;
 }
 

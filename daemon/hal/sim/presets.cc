@@ -115,6 +115,9 @@ absl::StatusOr<std::vector<DeviceInfo>> BuildTopology(const SimPreset& preset,
     info.hbm_total_bytes = preset.hbm_bytes_per_chip;
     info.connected_devices = TorusNeighbours(preset, chip);
     info.bus_id = absl::StrCat("sim:", chip);
+    // The simulated core has one command queue per level, as many as
+    // PyTorch keeps stream pools for on CUDA.
+    info.stream_priority_levels = 4;
     next_core += info.logical_cores();
     devices.push_back(std::move(info));
   }

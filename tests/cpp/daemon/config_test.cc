@@ -1,5 +1,7 @@
 #include "daemon/config/config.h"
 
+#include <map>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -96,6 +98,35 @@ TEST(ConfigTest, ExecutableCacheLimits) {
   EXPECT_THAT(
       ParseConfig("[executables]\nmax_cache_bytes = 4096\n", "e.toml").status().message(),
       AllOf(HasSubstr("'executables.max_cache_bytes'"), HasSubstr("between 1048576")));
+}
+
+TEST(ConfigTest, SchedulerSettings) {
+  absl::StatusOr<DaemonConfig> defaults = ParseConfig("", "s.toml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->scheduler.quantum_us, 2000u);
+  EXPECT_EQ(defaults->scheduler.anticipation_us, 100u);
+  EXPECT_EQ(defaults->scheduler.priority_lead_ms, 100u);
+  EXPECT_EQ(defaults->scheduler.priority_aging_ms, 20u);
+  EXPECT_EQ(defaults->scheduler.default_weight, 1u);
+  EXPECT_TRUE(defaults->scheduler.user_weights.empty());
+  absl::StatusOr<DaemonConfig> config = ParseConfig(
+      "[scheduler]\nquantum_us = 500\nanticipation_us = 0\ndefault_weight = 3\n"
+      "[scheduler.user_weights]\nalice = 4\n1001 = 2\n",
+      "s.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->scheduler.quantum_us, 500u);
+  EXPECT_EQ(config->scheduler.anticipation_us, 0u);
+  EXPECT_EQ(config->scheduler.default_weight, 3u);
+  EXPECT_EQ(config->scheduler.user_weights,
+            (std::map<std::string, uint32_t>{{"alice", 4}, {"1001", 2}}));
+  EXPECT_THAT(ParseConfig("[scheduler]\ndefault_weight = 0\n", "s.toml").status().message(),
+              AllOf(HasSubstr("'scheduler.default_weight'"), HasSubstr("between 1 and 1000")));
+  EXPECT_THAT(
+      ParseConfig("[scheduler.user_weights]\nbob = 5000\n", "s.toml").status().message(),
+      AllOf(HasSubstr("s.toml:2"), HasSubstr("scheduler.user_weights.bob = 5000"),
+            HasSubstr("between 1 and 1000")));
+  EXPECT_THAT(ParseConfig("[scheduler]\nuser_weights = 3\n", "s.toml").status().message(),
+              HasSubstr("must be a table of user = weight"));
 }
 
 TEST(ConfigTest, UnknownKeyNamesKeyFileAndKnownKeys) {

@@ -1,6 +1,7 @@
-// The order in which a core's queue serves its streams: each session gets
-// the same budget of records a round however many streams it has, and a
-// large transfer yields the DMA engine between chunks.
+// The order in which a core's queue serves its streams: sessions share the
+// core by device time (measured on a fake clock here) however many streams
+// each has, weighted, priorities within and across them, and a large
+// transfer yields the DMA engine between chunks.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
@@ -37,6 +38,10 @@ struct CompletionLog {
   absl::Notification held;
   absl::Notification released;
   std::atomic<bool> first{true};
+  // With a fake clock: each completion of stream id advances it by
+  // cost_ns[id] (1 us when absent), as if the command had taken that long.
+  std::atomic<int64_t>* clock = nullptr;
+  std::map<uint64_t, int64_t> cost_ns;  // set before the streams attach
 };
 
 // A session as the queue sees it: device memory it owns and its streams.
@@ -47,6 +52,10 @@ class FakeSession final : public ExecutionContext {
       : id_(id), log_(log), segments_(std::move(segments)), device_(device) {}
 
   uint64_t session_id() const override { return id_; }
+  uint32_t share_weight() const override { return weight.load(); }
+  void AddDeviceTime(uint64_t ns) override { device_time_ns += ns; }
+  std::atomic<uint32_t> weight{1};
+  std::atomic<uint64_t> device_time_ns{0};
   absl::StatusOr<DeviceSpan> ResolveDevice(uint64_t address, uint64_t length) override {
     for (const memory::SegmentRef& segment : segments_) {
       if (address >= segment->range().address && address + length <= segment->range().end()) {
@@ -91,6 +100,10 @@ class FakeSession final : public ExecutionContext {
   std::shared_ptr<const exec::Executable> FindExecutable(uint64_t) override { return nullptr; }
   void OnCommandDone(const Stream& stream, bool failed) override {
     EXPECT_TRUE(!failed || errors_expected) << "stream " << stream.id();
+    if (log_.clock != nullptr) {
+      auto cost = log_.cost_ns.find(stream.id());
+      log_.clock->fetch_add(cost == log_.cost_ns.end() ? 1000 : cost->second);
+    }
     {
       absl::MutexLock lock(&log_.mutex);
       log_.streams.push_back(stream.id());
@@ -136,6 +149,32 @@ class CoreQueueTest : public ::testing::Test {
     queue_.reset();
   }
 
+  // Replaces the queue with one whose device time is the fake clock that
+  // completions advance (CompletionLog::cost_ns), and no anticipation.
+  void UseFakeClock() {
+    queue_.reset();
+    log_.clock = &fake_clock_;
+    auto queue = CoreQueue::Create(0, *backend_->devices()[0],
+                                   CoreQueueOptions{.fair = FairQueueOptions{},
+                                                    .anticipation = std::chrono::nanoseconds(0),
+                                                    .clock = [this] { return fake_clock_.load(); }});
+    ASSERT_TRUE(queue.ok()) << queue.status();
+    queue_ = *std::move(queue);
+  }
+
+  // The runs of consecutive completions: (stream, how many in a row).
+  std::vector<std::pair<uint64_t, int>> Runs() {
+    std::vector<std::pair<uint64_t, int>> runs;
+    for (uint64_t stream : Completions()) {
+      if (!runs.empty() && runs.back().first == stream) {
+        ++runs.back().second;
+      } else {
+        runs.emplace_back(stream, 1);
+      }
+    }
+    return runs;
+  }
+
   std::shared_ptr<FakeSession> MakeSession(uint64_t id, uint64_t hbm_bytes = 0) {
     std::vector<memory::SegmentRef> segments;
     if (hbm_bytes > 0) segments.push_back(*memory_->Allocate(0, hbm_bytes));
@@ -147,7 +186,8 @@ class CoreQueueTest : public ::testing::Test {
 
   // A stream of `session` with an 8 KiB ring; records are written before it
   // is attached.
-  std::shared_ptr<Stream> MakeStream(const std::shared_ptr<FakeSession>& session) {
+  std::shared_ptr<Stream> MakeStream(const std::shared_ptr<FakeSession>& session,
+                                     int priority = 0) {
     const uint64_t id = next_stream_id_++;
     auto ring = memory::SharedRegion::Create(id, NEURON_RTD_REGION_COMMAND_RING,
                                              kRingHeaderBytes + 8192,
@@ -157,7 +197,7 @@ class CoreQueueTest : public ::testing::Test {
     auto slot = std::make_shared<neuron_rtd_completion_slot>();
     auto stream = std::make_shared<Stream>(id, session->session_id(), 0, *std::move(ring),
                                            ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), slot.get(),
-                                           slot, session);
+                                           slot, session, priority);
     sequences_[id] = 0;
     return stream;
   }
@@ -195,6 +235,7 @@ class CoreQueueTest : public ::testing::Test {
         << log_.streams.size() << " of " << count << " completed";
   }
 
+  std::atomic<int64_t> fake_clock_{1};
   CompletionLog log_;
   std::unique_ptr<hal::Backend> backend_;
   std::unique_ptr<memory::MemoryManager> memory_;
@@ -205,6 +246,7 @@ class CoreQueueTest : public ::testing::Test {
 };
 
 TEST_F(CoreQueueTest, ASessionWithManyStreamsGetsOneSessionsShare) {
+  UseFakeClock();
   constexpr int kStreamsOfA = 64;
   constexpr int kRecordsPerStreamOfA = 8;
   constexpr int kRecordsOfB = 256;
@@ -212,33 +254,27 @@ TEST_F(CoreQueueTest, ASessionWithManyStreamsGetsOneSessionsShare) {
   auto b = MakeSession(2);
   std::shared_ptr<Stream> b_stream = MakeStream(b);
   for (int i = 0; i < kRecordsOfB; ++i) Append(*b_stream, NEURON_RTD_OP_SIGNAL);
+  log_.cost_ns[b_stream->id()] = 1'000'000;
   std::vector<std::shared_ptr<Stream>> a_streams;
   for (int i = 0; i < kStreamsOfA; ++i) {
     a_streams.push_back(MakeStream(a));
     for (int j = 0; j < kRecordsPerStreamOfA; ++j) Append(*a_streams.back(), NEURON_RTD_OP_SIGNAL);
+    log_.cost_ns[a_streams.back()->id()] = 1'000'000;
   }
   // B first: its first completion holds the worker until every stream of A
-  // is attached, so that every later round sees all of them.
+  // is attached, so that every later turn sees all of them.
   ASSERT_TRUE(queue_->Attach(b_stream).ok());
   log_.held.WaitForNotification();
   for (const auto& stream : a_streams) ASSERT_TRUE(queue_->Attach(stream).ok());
   log_.released.Notify();
   AwaitCompletions(kRecordsOfB + kStreamsOfA * kRecordsPerStreamOfA);
 
+  // While both had work (B's 256 commands), they had the core half and
+  // half, though A has 64 streams (it had 64 times B's share when each
+  // stream took turns of its own).
   const std::vector<uint64_t> order = Completions();
-  size_t of_a_before_b_finished = 0;
-  size_t b_seen = 0;
-  for (uint64_t stream : order) {
-    if (stream == b_stream->id()) {
-      if (++b_seen == kRecordsOfB) break;
-    } else {
-      ++of_a_before_b_finished;
-    }
-  }
-  // B ran 32 records a turn for 8 turns; A had 7 turns between, of 32
-  // records each, though it has 64 streams (it took 64 a turn when each
-  // stream had a budget of its own).
-  EXPECT_LE(of_a_before_b_finished, 8u * 32u);
+  const auto of_b = std::count(order.begin(), order.begin() + kRecordsOfB, b_stream->id());
+  EXPECT_NEAR(static_cast<double>(of_b), kRecordsOfB / 2.0, 4);
   // A's streams share its turns: its first 64 completions are of 64
   // different streams.
   std::vector<uint64_t> first_of_a;
@@ -346,6 +382,163 @@ TEST_F(CoreQueueTest, AWaitOnADestroyedStreamThatWasLetGoIsStillAnswered) {
   EXPECT_TRUE(hopeless->failed());
   ASSERT_EQ(session->errors().size(), 1u);
   EXPECT_THAT(session->errors()[0], ::testing::HasSubstr("was destroyed at 1, before reaching 5"));
+}
+
+}  // namespace
+}  // namespace neuron::rtd::queue
+
+namespace neuron::rtd::queue {
+namespace {
+
+constexpr int64_t kHogCommandNs = 18'000'000;  // a 1024x1024 product on the simulated core
+constexpr int64_t kLightCommandNs = 10'000;
+
+TEST_F(CoreQueueTest, ALightSessionsQueuedBatchRunsInOneTurnAmongHogs) {
+  UseFakeClock();
+  constexpr int kHogCommands = 12;
+  constexpr int kLightCommands = 24;
+  std::vector<std::shared_ptr<Stream>> hogs;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    hogs.push_back(MakeStream(MakeSession(id)));
+    for (int i = 0; i < kHogCommands; ++i) Append(*hogs.back(), NEURON_RTD_OP_SIGNAL);
+    log_.cost_ns[hogs.back()->id()] = kHogCommandNs;
+  }
+  std::shared_ptr<Stream> light = MakeStream(MakeSession(4));
+  for (int i = 0; i < kLightCommands; ++i) Append(*light, NEURON_RTD_OP_SIGNAL);
+  log_.cost_ns[light->id()] = kLightCommandNs;
+  ASSERT_TRUE(queue_->Attach(hogs[0]).ok());
+  log_.held.WaitForNotification();
+  for (size_t i = 1; i < hogs.size(); ++i) ASSERT_TRUE(queue_->Attach(hogs[i]).ok());
+  ASSERT_TRUE(queue_->Attach(light).ok());
+  log_.released.Notify();
+  AwaitCompletions(3 * kHogCommands + kLightCommands);
+
+  // The light session's whole batch ran back to back, after at most one
+  // command of each hog (a round by record count ran a hog's turn of 32).
+  const std::vector<std::pair<uint64_t, int>> runs = Runs();
+  int hog_commands_before = 0;
+  bool found = false;
+  for (const auto& [stream, count] : runs) {
+    if (stream == light->id()) {
+      EXPECT_EQ(count, kLightCommands);
+      found = true;
+      break;
+    }
+    hog_commands_before += count;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_LE(hog_commands_before, 3);
+  // And the hogs took turns one command at a time (18 ms > the quantum).
+  for (const auto& [stream, count] : runs) {
+    if (stream != light->id()) {
+      EXPECT_EQ(count, 1) << "stream " << stream;
+    }
+  }
+}
+
+TEST_F(CoreQueueTest, WeightsShareDeviceTimeInProportion) {
+  UseFakeClock();
+  constexpr int kCommands = 120;
+  std::vector<std::shared_ptr<Stream>> streams;
+  std::vector<std::shared_ptr<FakeSession>> owners;
+  for (uint64_t id = 1; id <= 3; ++id) {
+    owners.push_back(MakeSession(id));
+    owners.back()->weight = id == 1 ? 1 : id == 2 ? 2 : 4;
+    streams.push_back(MakeStream(owners.back()));
+    for (int i = 0; i < kCommands; ++i) Append(*streams.back(), NEURON_RTD_OP_SIGNAL);
+    log_.cost_ns[streams.back()->id()] = 1'000'000;
+  }
+  ASSERT_TRUE(queue_->Attach(streams[0]).ok());
+  log_.held.WaitForNotification();
+  ASSERT_TRUE(queue_->Attach(streams[1]).ok());
+  ASSERT_TRUE(queue_->Attach(streams[2]).ok());
+  log_.released.Notify();
+  AwaitCompletions(3 * kCommands);
+  // Over the first 140 commands (while all three had work): 1:2:4.
+  std::map<uint64_t, int> counts;
+  const std::vector<uint64_t> order = Completions();
+  for (size_t i = 0; i < 140; ++i) ++counts[order[i]];
+  EXPECT_NEAR(counts[streams[0]->id()], 20, 4);
+  EXPECT_NEAR(counts[streams[1]->id()], 40, 4);
+  EXPECT_NEAR(counts[streams[2]->id()], 80, 4);
+  EXPECT_EQ(owners[2]->device_time_ns.load(), uint64_t{kCommands} * 1'000'000);
+}
+
+TEST_F(CoreQueueTest, AHigherPriorityStreamRunsAtTheNextCommandBoundary) {
+  UseFakeClock();
+  auto session = MakeSession(1);
+  std::shared_ptr<Stream> low = MakeStream(session, 0);
+  std::shared_ptr<Stream> high = MakeStream(session, -1);
+  for (int i = 0; i < 6; ++i) Append(*low, NEURON_RTD_OP_SIGNAL);
+  for (int i = 0; i < 3; ++i) Append(*high, NEURON_RTD_OP_SIGNAL);
+  log_.cost_ns[low->id()] = 1'000'000;
+  log_.cost_ns[high->id()] = 1'000'000;
+  ASSERT_TRUE(queue_->Attach(low).ok());
+  log_.held.WaitForNotification();
+  ASSERT_TRUE(queue_->Attach(high).ok());
+  log_.released.Notify();
+  AwaitCompletions(9);
+  const std::vector<uint64_t> order = Completions();
+  const std::vector<uint64_t> expected = {low->id(),  high->id(), high->id(),
+                                          high->id(), low->id(),  low->id(),
+                                          low->id(),  low->id(),  low->id()};
+  EXPECT_EQ(order, expected);
+}
+
+TEST_F(CoreQueueTest, TheLowestPriorityIsNotStarved) {
+  UseFakeClock();
+  auto session = MakeSession(1);
+  std::shared_ptr<Stream> high = MakeStream(session, -1);
+  std::shared_ptr<Stream> low = MakeStream(session, 0);
+  constexpr int kHigh = 60;
+  constexpr int kLow = 5;
+  for (int i = 0; i < kHigh; ++i) Append(*high, NEURON_RTD_OP_SIGNAL);
+  for (int i = 0; i < kLow; ++i) Append(*low, NEURON_RTD_OP_SIGNAL);
+  // 10 ms a command: the low stream's priority rises a level per 20 ms.
+  log_.cost_ns[high->id()] = 10'000'000;
+  log_.cost_ns[low->id()] = 10'000'000;
+  ASSERT_TRUE(queue_->Attach(high).ok());
+  log_.held.WaitForNotification();
+  ASSERT_TRUE(queue_->Attach(low).ok());
+  log_.released.Notify();
+  AwaitCompletions(kHigh + kLow);
+  // Every low command ran while the high stream still had work, a few high
+  // commands apart.
+  const std::vector<uint64_t> order = Completions();
+  int high_since_low = 0;
+  int low_seen = 0;
+  for (uint64_t stream : order) {
+    if (stream == low->id()) {
+      EXPECT_LE(high_since_low, 3);
+      high_since_low = 0;
+      if (++low_seen == kLow) break;
+    } else {
+      ++high_since_low;
+    }
+  }
+  EXPECT_EQ(low_seen, kLow);
+  EXPECT_EQ(low->completed(), uint64_t{kLow});
+}
+
+TEST_F(CoreQueueTest, ASessionKilledMidTurnGivesItsTurnAway) {
+  UseFakeClock();
+  auto doomed = MakeSession(1);
+  auto other = MakeSession(2);
+  std::shared_ptr<Stream> doomed_stream = MakeStream(doomed);
+  std::shared_ptr<Stream> other_stream = MakeStream(other);
+  for (int i = 0; i < 20; ++i) Append(*doomed_stream, NEURON_RTD_OP_SIGNAL);
+  for (int i = 0; i < 5; ++i) Append(*other_stream, NEURON_RTD_OP_SIGNAL);
+  ASSERT_TRUE(queue_->Attach(doomed_stream).ok());
+  log_.held.WaitForNotification();
+  ASSERT_TRUE(queue_->Attach(other_stream).ok());
+  // As Session::Close does: the timeline fails, the stream leaves its queue.
+  doomed_stream->Fail(2, NEURON_RTD_STATUS_CLOSED);
+  queue_->Detach(*doomed_stream);
+  log_.released.Notify();
+  AwaitCompletions(6);
+  const std::vector<uint64_t> order = Completions();
+  EXPECT_EQ(std::count(order.begin(), order.end(), doomed_stream->id()), 1);
+  EXPECT_EQ(other_stream->completed(), 5u);
 }
 
 }  // namespace

@@ -8,7 +8,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "neuronrt/session.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/v1/admin.grpc.pb.h"
 #include "neuron/rtd/v1/runtime.grpc.pb.h"
@@ -142,6 +146,39 @@ TEST_F(DaemonE2eTest, OversizedMessagesAreRefused) {
   // The daemon keeps serving.
   absl::StatusOr<neuronrt::HealthInfo> health = Connect()->Health();
   EXPECT_TRUE(health.ok()) << health.status();
+}
+
+TEST_F(DaemonE2eTest, AUsersWeightFromTheConfigurationAppliesToItsSessions) {
+  const std::string config = dir_.WriteFile(
+      "rtd.toml", absl::StrFormat("[scheduler]\ndefault_weight = 2\n"
+                                  "[scheduler.user_weights]\n%d = 5\n", ::getuid()));
+  StartDaemon({"--config", config});
+  absl::StatusOr<std::unique_ptr<neuronrt::Session>> session =
+      neuronrt::Session::Open({.client = {.address = address()}});
+  ASSERT_TRUE(session.ok()) << session.status();
+  auto weight_of_session = [&] {
+    absl::StatusOr<std::vector<neuronrt::SessionInfo>> sessions = Connect()->ListSessions();
+    EXPECT_TRUE(sessions.ok()) << sessions.status();
+    return sessions.ok() && sessions->size() == 1 ? sessions->front().share_weight : 0u;
+  };
+  EXPECT_EQ(weight_of_session(), 5u);
+  testing::CommandResult shared = Neuronctl(
+      {"--address", address(), "share", absl::StrCat((*session)->id()), "7"});
+  ASSERT_EQ(shared.exit_code, 0) << shared.err;
+  EXPECT_EQ(weight_of_session(), 7u);
+  EXPECT_EQ(Connect()->SetSessionWeight((*session)->id(), 0).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Connect()->SetSessionWeight((*session)->id() + 100, 3).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(DaemonE2eTest, AnUnknownUserInUserWeightsStopsTheDaemonFromStarting) {
+  const std::string config = dir_.WriteFile(
+      "rtd.toml", "[scheduler.user_weights]\nno-such-user-here = 3\n");
+  testing::CommandResult result = testing::RunCommand(
+      testing::DaemonArgv({"--config", config, "--socket", dir_.Join("rtd.sock")}));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("no user 'no-such-user-here'"));
 }
 
 TEST_F(DaemonE2eTest, NeuronctlLsJsonShowsEveryDevice) {

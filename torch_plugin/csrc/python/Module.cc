@@ -132,6 +132,25 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_memory_stats", &MemoryStats);
   m.def("_device_properties", &DeviceProperties);
+  m.def("_stream_priority", [](int device, int64_t stream_id) {
+    CheckDevice(device);
+    absl::StatusOr<int> priority;
+    {
+      py::gil_scoped_release no_gil;
+      priority = GetRuntime().StreamPriority(device, stream_id);
+    }
+    ThrowIfError(priority.status(), "asking a neuron stream's priority");
+    return *priority;
+  });
+  m.def("_stream_priority_range", [] {
+    absl::StatusOr<int> highest;
+    {
+      py::gil_scoped_release no_gil;
+      highest = GetRuntime().HighestStreamPriority();
+    }
+    ThrowIfError(highest.status(), "asking neuron-rtd for stream priorities");
+    return py::make_tuple(0, *highest);
+  });
   m.def("_memory_info", [](int device) {
     CheckDevice(device);
     return NeuronAllocator().getMemoryInfo(device);

@@ -46,15 +46,21 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return DefaultStream(device.index());
   }
 
-  c10::Stream getNewStream(c10::Device device, int /*priority*/) const override {
+  c10::Stream getNewStream(c10::Device device, int priority) const override {
     const c10::DeviceIndex index = device.index() < 0 ? CurrentDevice() : device.index();
-    absl::StatusOr<int64_t> id = GetRuntime().PoolStream(index);
+    absl::StatusOr<int64_t> id = GetRuntime().PoolStream(index, priority);
     ThrowIfError(id.status(), "creating a neuron stream");
     return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, index), *id);
   }
 
-  c10::Stream getStreamFromGlobalPool(c10::Device device, bool /*high_priority*/) const override {
-    return getNewStream(device, 0);
+  c10::Stream getStreamFromGlobalPool(c10::Device device, bool high_priority) const override {
+    int priority = 0;
+    if (high_priority) {
+      absl::StatusOr<int> highest = GetRuntime().HighestStreamPriority();
+      ThrowIfError(highest.status(), "asking neuron-rtd for stream priorities");
+      priority = *highest;
+    }
+    return getNewStream(device, priority);
   }
 
   c10::Stream exchangeStream(c10::Stream stream) const override {

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <fstream>
 
 #include "absl/strings/str_format.h"
@@ -35,7 +37,8 @@ std::string ClientName() {
 Runtime::Runtime(std::unique_ptr<neuronrt::Session> session)
     : session_(std::move(session)),
       streams_(session_->cores().size()),
-      next_pooled_(session_->cores().size(), 0) {}
+      stream_priorities_(session_->cores().size()),
+      pools_(session_->cores().size()) {}
 
 void Runtime::SetDaemonBinary(std::string path) {
   absl::MutexLock lock(&open_mutex);
@@ -95,6 +98,7 @@ absl::StatusOr<neuronrt::Stream*> Runtime::stream(int device, int64_t id) {
         session_->CreateStream(core(device));
     if (!created.ok()) return created.status();
     streams.push_back(*std::move(created));
+    stream_priorities_[device].push_back(0);
   }
   if (id < 0 || static_cast<size_t>(id) >= streams.size()) {
     return absl::InvalidArgumentError(
@@ -103,22 +107,55 @@ absl::StatusOr<neuronrt::Stream*> Runtime::stream(int device, int64_t id) {
   return streams[id].get();
 }
 
-absl::StatusOr<int64_t> Runtime::PoolStream(int device) {
+absl::StatusOr<int> Runtime::HighestStreamPriority() {
+  {
+    absl::MutexLock lock(&mutex_);
+    if (highest_priority_) return *highest_priority_;
+  }
+  absl::StatusOr<std::vector<neuronrt::DeviceInfo>> devices = session_->client().ListDevices();
+  if (!devices.ok()) return devices.status();
+  // Every core of a host has the same queues; the fewest levels are safe.
+  uint32_t levels = devices->empty() ? 1 : UINT32_MAX;
+  for (const neuronrt::DeviceInfo& device : *devices) {
+    levels = std::min(levels, device.stream_priority_levels);
+  }
+  absl::MutexLock lock(&mutex_);
+  highest_priority_ = -static_cast<int>(std::max<uint32_t>(1, levels) - 1);
+  return *highest_priority_;
+}
+
+absl::StatusOr<int64_t> Runtime::PoolStream(int device, int priority) {
   if (absl::StatusOr<neuronrt::Stream*> default_stream = stream(device, 0); !default_stream.ok()) {
     return default_stream.status();
   }
+  absl::StatusOr<int> highest = HighestStreamPriority();
+  if (!highest.ok()) return highest.status();
+  const int level = std::clamp(priority, *highest, 0);
   {
     absl::MutexLock lock(&mutex_);
-    if (streams_[device].size() > static_cast<size_t>(kStreamPoolSize)) {
-      return static_cast<int64_t>(1 + next_pooled_[device]++ % kStreamPoolSize);
+    Pool& pool = pools_[device][level];
+    if (pool.ids.size() >= static_cast<size_t>(kStreamPoolSize)) {
+      return pool.ids[pool.next++ % pool.ids.size()];
     }
   }
   // Created outside the lock: launches look their streams up meanwhile.
-  absl::StatusOr<std::shared_ptr<neuronrt::Stream>> created = session_->CreateStream(core(device));
+  absl::StatusOr<std::shared_ptr<neuronrt::Stream>> created =
+      session_->CreateStream(core(device), level);
   if (!created.ok()) return created.status();
   absl::MutexLock lock(&mutex_);
   streams_[device].push_back(*std::move(created));
-  return static_cast<int64_t>(streams_[device].size() - 1);
+  stream_priorities_[device].push_back(level);
+  const auto id = static_cast<int64_t>(streams_[device].size() - 1);
+  pools_[device][level].ids.push_back(id);
+  return id;
+}
+
+absl::StatusOr<int> Runtime::StreamPriority(int device, int64_t id) {
+  if (absl::StatusOr<neuronrt::Stream*> found = stream(device, id); !found.ok()) {
+    return found.status();
+  }
+  absl::MutexLock lock(&mutex_);
+  return stream_priorities_[device][id];
 }
 
 absl::Status Runtime::SynchronizeDevice(int device) {

@@ -4,8 +4,8 @@
 //
 // Devices: `neuron:i` is the i-th core of the session (the cores
 // NEURON_RT_VISIBLE_CORES makes visible, else every core).
-// Streams: per device, id 0 is the default stream; PoolStream adds up to
-// kStreamPoolSize more.
+// Streams: per device, id 0 is the default stream (priority 0); PoolStream
+// adds up to kStreamPoolSize more per priority level.
 // Streams live as long as the process (as CUDA's do).
 //
 // Lifetime: created on first use and never destroyed: PyTorch tears its own
@@ -18,7 +18,9 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,11 +54,18 @@ class Runtime {
 
   // The stream `id` of `device`; INVALID_ARGUMENT for an unknown id.
   absl::StatusOr<neuronrt::Stream*> stream(int device, int64_t id);
-  // A stream for a new torch.Stream on `device`: the first kStreamPoolSize
-  // calls create streams, later ones reuse them round-robin (as CUDA's
-  // stream pool does), so creating streams in a loop stays bounded.
-  absl::StatusOr<int64_t> PoolStream(int device);
+  // A stream for a new torch.Stream on `device` at `priority` (lower runs
+  // first, as CUDA's; clamped to [HighestStreamPriority(), 0]): per level,
+  // the first kStreamPoolSize calls create streams, later ones reuse them
+  // round-robin (as CUDA's stream pools do), so creating streams in a loop
+  // stays bounded.
+  absl::StatusOr<int64_t> PoolStream(int device, int priority = 0);
   static constexpr int kStreamPoolSize = 16;
+  // The priority stream `id` of `device` was created with.
+  absl::StatusOr<int> StreamPriority(int device, int64_t id);
+  // The highest stream priority the daemon's cores have (0 when they have
+  // one level), asked once.
+  absl::StatusOr<int> HighestStreamPriority();
   // Waits for every stream of `device`.
   absl::Status SynchronizeDevice(int device);
 
@@ -67,7 +76,15 @@ class Runtime {
   absl::Mutex mutex_;
   // streams_[device][id]; a deque so that pointers stay valid as it grows.
   std::vector<std::deque<std::shared_ptr<neuronrt::Stream>>> streams_ ABSL_GUARDED_BY(mutex_);
-  std::vector<uint64_t> next_pooled_ ABSL_GUARDED_BY(mutex_);
+  // stream_priorities_[device][id], beside streams_.
+  std::vector<std::deque<int>> stream_priorities_ ABSL_GUARDED_BY(mutex_);
+  // pools_[device][priority]: the pooled streams' ids, and the next to reuse.
+  struct Pool {
+    std::vector<int64_t> ids;
+    uint64_t next = 0;
+  };
+  std::vector<std::map<int, Pool>> pools_ ABSL_GUARDED_BY(mutex_);
+  std::optional<int> highest_priority_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace torch_neuronx

@@ -1,0 +1,81 @@
+#include "daemon/queue/fair_queue.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace neuron::rtd::queue {
+
+int AgedPriority(int priority, int highest, std::chrono::nanoseconds waited,
+                 std::chrono::nanoseconds aging) {
+  if (priority <= highest || aging.count() <= 0 || waited.count() <= 0) return priority;
+  const int64_t levels = waited / aging;
+  return static_cast<int>(std::max<int64_t>(highest, int64_t{priority} - levels));
+}
+
+FairQueue::SessionState& FairQueue::StateOf(uint64_t session_id) {
+  auto [it, inserted] = sessions_.try_emplace(session_id);
+  // A newcomer starts level with the others: neither ahead nor owed.
+  if (inserted) it->second.virtual_time = clock_;
+  return it->second;
+}
+
+bool FairQueue::WithinLead(const SessionState& state) const {
+  return state.virtual_time <= clock_ + options_.priority_lead;
+}
+
+size_t FairQueue::Pick(std::span<const Contender> contenders) {
+  ++picks_;
+  std::chrono::nanoseconds least = std::chrono::nanoseconds::max();
+  for (const Contender& contender : contenders) {
+    SessionState& state = StateOf(contender.session_id);
+    if (state.last_pick + 1 != picks_) {
+      state.virtual_time = std::max(state.virtual_time, clock_ - options_.quantum);
+    }
+    state.last_pick = picks_;
+    least = std::min(least, state.virtual_time);
+  }
+  clock_ = std::max(clock_, least);
+  size_t best = 0;
+  auto key = [&](size_t index) {
+    const Contender& contender = contenders[index];
+    const SessionState& state = sessions_.at(contender.session_id);
+    // The least virtual time is always within its lead, so something wins.
+    return std::make_tuple(!WithinLead(state), contender.priority, state.virtual_time);
+  };
+  for (size_t i = 1; i < contenders.size(); ++i) {
+    if (key(i) < key(best)) best = i;
+  }
+  return best;
+}
+
+bool FairQueue::ShouldYield(const Contender& running, std::chrono::nanoseconds turn_used,
+                            std::span<const Contender> others) const {
+  if (others.empty()) return false;
+  if (turn_used >= options_.quantum) return true;
+  for (const Contender& other : others) {
+    if (other.priority >= running.priority) continue;
+    auto it = sessions_.find(other.session_id);
+    // A session never picked yet would start level with the clock.
+    if (it == sessions_.end() || WithinLead(it->second)) return true;
+  }
+  return false;
+}
+
+void FairQueue::Charge(uint64_t session_id, uint32_t weight,
+                       std::chrono::nanoseconds device_time) {
+  SessionState& state = StateOf(session_id);
+  state.used += device_time;
+  state.virtual_time += device_time / std::max<uint32_t>(1, weight);
+}
+
+std::chrono::nanoseconds FairQueue::used(uint64_t session_id) const {
+  auto it = sessions_.find(session_id);
+  return it == sessions_.end() ? std::chrono::nanoseconds{0} : it->second.used;
+}
+
+std::chrono::nanoseconds FairQueue::virtual_time(uint64_t session_id) const {
+  auto it = sessions_.find(session_id);
+  return it == sessions_.end() ? clock_ : it->second.virtual_time;
+}
+
+}  // namespace neuron::rtd::queue
