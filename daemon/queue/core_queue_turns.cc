@@ -1,0 +1,171 @@
+// The worker's choice of whose turn it is and the turn itself: sessions with
+// ready work contend, the fair queue (fair_queue.h) picks one, and its ready
+// commands run back to back, highest aged priority first, until the fair
+// queue ends the turn.
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "daemon/queue/core_queue.h"
+
+namespace neuron::rtd::queue {
+
+void CoreQueue::ForgetDeparted(const std::vector<SessionStreams>& sessions) {
+  std::erase_if(known_sessions_, [&](uint64_t id) {
+    const bool present = std::any_of(sessions.begin(), sessions.end(),
+                                     [&](const SessionStreams& group) { return group.session_id == id; });
+    if (!present) fair_.Forget(id);
+    return !present;
+  });
+  for (const SessionStreams& group : sessions) {
+    if (std::find(known_sessions_.begin(), known_sessions_.end(), group.session_id) ==
+        known_sessions_.end()) {
+      known_sessions_.push_back(group.session_id);
+    }
+  }
+}
+
+bool CoreQueue::Ready(const Stream& stream) {
+  return !stream.in_flight.load(std::memory_order_acquire) &&
+         !stream.waiting.load(std::memory_order_acquire) &&
+         !stream.framing_lost.load(std::memory_order_acquire) &&
+         stream.LoadTail() != stream.head();
+}
+
+size_t CoreQueue::BestStream(const SessionStreams& group, int64_t now,
+                             const std::vector<bool>& passed) {
+  const size_t count = group.streams.size();
+  const size_t start = count == 0 ? 0 : *group.next_stream % count;
+  size_t best = kNoStream;
+  int best_priority = 0;
+  for (size_t k = 0; k < count; ++k) {
+    const size_t index = (start + k) % count;
+    Stream& stream = *group.streams[index];
+    if (passed[index] || !Ready(stream)) continue;
+    if (stream.ready_since_ns == 0) stream.ready_since_ns = now;
+    const int priority =
+        AgedPriority(stream.priority(), highest_priority_,
+                     std::chrono::nanoseconds(now - stream.ready_since_ns),
+                     options_.fair.priority_aging);
+    if (best == kNoStream || priority < best_priority) {
+      best = index;
+      best_priority = priority;
+    }
+  }
+  return best;
+}
+
+std::optional<int> CoreQueue::ReadyPriority(const SessionStreams& group) {
+  std::optional<int> best;
+  for (const std::shared_ptr<Stream>& stream : group.streams) {
+    if (!Ready(*stream)) continue;
+    if (!best || stream->priority() < *best) best = stream->priority();
+  }
+  return best;
+}
+
+void CoreQueue::FindContenders(const std::vector<SessionStreams>& sessions, uint64_t running,
+                               std::vector<Contender>& contenders,
+                               std::vector<size_t>& groups) {
+  contenders.clear();
+  groups.clear();
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    const SessionStreams& group = sessions[i];
+    if (group.session_id == running || group.streams.empty()) continue;
+    const std::optional<int> priority = ReadyPriority(group);
+    if (!priority) continue;
+    std::shared_ptr<ExecutionContext> context = group.streams.front()->context();
+    if (context == nullptr) continue;
+    contenders.push_back(Contender{.session_id = group.session_id,
+                                   .weight = context->share_weight(),
+                                   .priority = *priority});
+    groups.push_back(i);
+  }
+}
+
+bool CoreQueue::RetryWaits(const SessionStreams& group, std::vector<bool>& passed) {
+  bool resumed = false;
+  for (size_t i = 0; i < group.streams.size(); ++i) {
+    const std::shared_ptr<Stream>& stream = group.streams[i];
+    if (!stream->waiting.load(std::memory_order_acquire)) continue;
+    Serve(stream, 1);
+    if (!stream->waiting.load(std::memory_order_acquire)) {
+      passed[i] = false;
+      resumed = true;
+    }
+  }
+  return resumed;
+}
+
+void CoreQueue::Tidy(const std::vector<SessionStreams>& sessions) {
+  for (const SessionStreams& group : sessions) {
+    std::vector<bool> passed(group.streams.size(), false);
+    RetryWaits(group, passed);
+    for (const std::shared_ptr<Stream>& stream : group.streams) {
+      if (stream->retiring.load(std::memory_order_acquire) &&
+          !stream->in_flight.load(std::memory_order_acquire) &&
+          (stream->LoadTail() == stream->head() || stream->failed() ||
+           stream->framing_lost.load(std::memory_order_acquire))) {
+        if (std::shared_ptr<ExecutionContext> context = stream->context()) {
+          context->OnStreamRetired(stream->id(), RetiredTimeline{.completed = stream->completed(),
+                                                                  .failed = stream->failed()});
+        }
+        Detach(*stream);
+      }
+    }
+  }
+}
+
+bool CoreQueue::Anticipate(const SessionStreams& group) {
+  const int64_t until = Now() + options_.anticipation.count();
+  const std::vector<bool> none(group.streams.size(), false);
+  do {
+    if (BestStream(group, Now(), none) != kNoStream) return true;
+  } while (Now() < until);
+  return false;
+}
+
+void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t group_index) {
+  const SessionStreams& group = sessions[group_index];
+  std::shared_ptr<ExecutionContext> context = group.streams.front()->context();
+  if (context == nullptr) return;
+  std::vector<bool> passed(group.streams.size(), false);
+  std::vector<Contender> others;
+  std::vector<size_t> other_groups;
+  std::chrono::nanoseconds turn_used{0};
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  while (true) {
+    int64_t now = Now();
+    size_t index = BestStream(group, now, passed);
+    if (index == kNoStream && RetryWaits(group, passed)) continue;
+    if (index == kNoStream) {
+      // The session's work ran dry: wait a moment for its next command
+      // before handing the core to another session.
+      FindContenders(sessions, group.session_id, others, other_groups);
+      if (others.empty() || turn_used >= options_.fair.quantum || !Anticipate(group)) return;
+      now = Now();
+      index = BestStream(group, now, passed);
+      if (index == kNoStream) return;
+    }
+    const std::shared_ptr<Stream>& stream = group.streams[index];
+    const int served = Serve(stream, 1);
+    const int64_t finished = Now();
+    const std::chrono::nanoseconds took(std::max<int64_t>(0, finished - now));
+    fair_.Charge(group.session_id, context->share_weight(), took);
+    context->AddDeviceTime(static_cast<uint64_t>(took.count()));
+    turn_used += took;
+    stream->ready_since_ns = 0;
+    *group.next_stream = index + 1;
+    if (served == 0) passed[index] = true;
+    // A stream came or went (a session may have been killed): pick again.
+    if (generation_.load(std::memory_order_acquire) != generation) return;
+    FindContenders(sessions, group.session_id, others, other_groups);
+    const std::optional<int> priority = ReadyPriority(group);
+    const Contender running{.session_id = group.session_id,
+                            .weight = context->share_weight(),
+                            .priority = priority.value_or(kLowestStreamPriority)};
+    if (fair_.ShouldYield(running, turn_used, others)) return;
+  }
+}
+
+}  // namespace neuron::rtd::queue
