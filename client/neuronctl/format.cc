@@ -104,7 +104,8 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
 std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
   std::vector<std::vector<std::string>> rows = {{"SESSION", "PID", "UID", "CLIENT", "CORES",
                                                  "HBM USED", "STREAMS", "COMPLETED", "FAILED",
-                                                 "EXECUTABLES", "WEIGHT", "CORE SHARE"}};
+                                                 "EXECUTABLES", "QUEUED", "WEIGHT",
+                                                 "CORE SHARE"}};
   for (const neuronrt::SessionInfo& session : sessions) {
     rows.push_back({absl::StrFormat("%d", session.session_id),
                     absl::StrFormat("%d", session.owner.pid),
@@ -115,6 +116,7 @@ std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
                     absl::StrFormat("%d", session.commands_completed),
                     absl::StrFormat("%d", session.commands_failed),
                     absl::StrFormat("%d", session.executable_count),
+                    absl::StrFormat("%d", session.queued_commands),
                     absl::StrFormat("%d", session.share_weight),
                     absl::StrFormat("%.0f%%", 100 * session.recent_core_share)});
   }
@@ -140,6 +142,7 @@ nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions) 
         {"share_weight", session.share_weight},
         {"device_time_ns", session.device_time_ns},
         {"recent_core_share", session.recent_core_share},
+        {"queued_commands", session.queued_commands},
     });
   }
   return {{"sessions", std::move(list)}};

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstring>
+
+#include "daemon/queue/record_decoder.h"
 
 namespace neuron::rtd::queue {
 
@@ -71,6 +74,26 @@ void Stream::Consume(uint64_t bytes, uint64_t sequence) {
 
 uint64_t Stream::LoadTail() const {
   return std::atomic_ref<uint64_t>(header_->tail).load(std::memory_order_acquire);
+}
+
+uint64_t Stream::QueuedCommands() const {
+  const uint64_t capacity = ring_->size() - kRingHeaderBytes;
+  const char* records = ring_->data() + kRingHeaderBytes;
+  // Both ends are in memory the client can write: neither is trusted.
+  uint64_t head = std::atomic_ref<uint64_t>(header_->head).load(std::memory_order_acquire);
+  const uint64_t tail = LoadTail();
+  if (tail - head > capacity) return 0;
+  uint64_t queued = 0;
+  while (tail - head >= sizeof(neuron_rtd_record_header)) {
+    neuron_rtd_record_header record;
+    const uint64_t position = head % capacity;
+    if (position > capacity - sizeof(record)) break;
+    std::memcpy(&record, records + position, sizeof(record));
+    if (!CheckRecordFraming(record, tail - head, capacity - position).ok()) break;
+    if (record.opcode != NEURON_RTD_OP_PAD) ++queued;
+    head += record.length;
+  }
+  return queued;
 }
 
 void Stream::SetConsumerSleeping(bool sleeping) {

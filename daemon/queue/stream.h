@@ -54,6 +54,10 @@ class Stream {
   void Consume(uint64_t bytes, uint64_t sequence);
   // The producer's published tail (untrusted).
   uint64_t LoadTail() const;
+  // Commands submitted and not yet taken by the queue, counted from the
+  // ring as it is now (the client may be rewriting it: an estimate, never
+  // more than the ring can hold). Any thread.
+  uint64_t QueuedCommands() const;
   void SetConsumerSleeping(bool sleeping);
 
   // The ring's tail no longer falls on a record boundary: the stream has

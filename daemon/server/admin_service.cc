@@ -55,6 +55,7 @@ grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSess
     info->set_share_weight(stats.share_weight);
     info->set_device_time_ns(stats.device_time_ns);
     info->set_recent_core_share(stats.recent_share);
+    info->set_queued_commands(stats.queued_commands);
   }
   return grpc::Status::OK;
 }

@@ -90,6 +90,8 @@ SessionStats Session::stats() const {
     recent_share = recent_device_time_.ValueAt(MonotonicNanos()) / recent_device_time_.window_ns();
   }
   absl::MutexLock lock(&mutex_);
+  uint64_t queued = 0;
+  for (const auto& [id, stream] : streams_) queued += stream->QueuedCommands();
   return SessionStats{.hbm_bytes = segments_.bytes(),
                       .streams = static_cast<uint32_t>(streams_.size()),
                       .commands_completed = commands_completed_.load(),
@@ -97,6 +99,7 @@ SessionStats Session::stats() const {
                       .device_time_ns = device_time_ns_.load(std::memory_order_relaxed),
                       .recent_share = recent_share,
                       .share_weight = share_weight(),
+                      .queued_commands = queued,
                       .host_memory_bytes = host_memory_bytes_,
                       .executables = executables};
 }

@@ -56,6 +56,8 @@ struct SessionStats {
   uint64_t device_time_ns = 0;
   double recent_share = 0;
   uint32_t share_weight = 1;
+  // Commands in its streams' rings not yet taken by their queues.
+  uint64_t queued_commands = 0;
   uint64_t host_memory_bytes = 0;
   uint32_t executables = 0;
 };

@@ -40,6 +40,7 @@ def test_neuronctl_share_sets_this_sessions_weight_and_ps_shows_its_device_time(
     assert mine["share_weight"] == 3
     assert mine["device_time_ns"] > 0
     assert 0 < mine["recent_core_share"] <= 1
+    assert mine["queued_commands"] == 0  # everything it submitted has run
     table = neuronctl("--address", address, "ps").stdout
     assert "WEIGHT" in table and "CORE SHARE" in table
 

@@ -65,6 +65,8 @@ struct SessionInfo {
   uint32_t share_weight = 1;
   uint64_t device_time_ns = 0;
   double recent_core_share = 0;
+  // Commands submitted and not yet started.
+  uint64_t queued_commands = 0;
 };
 
 // One core's counters since the daemon started (`neuronctl stats`).

@@ -102,6 +102,7 @@ SessionInfo FromProto(const v1::SessionInfo& session) {
   info.share_weight = session.share_weight();
   info.device_time_ns = session.device_time_ns();
   info.recent_core_share = session.recent_core_share();
+  info.queued_commands = session.queued_commands();
   return info;
 }
 

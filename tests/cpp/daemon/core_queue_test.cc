@@ -543,3 +543,37 @@ TEST_F(CoreQueueTest, ASessionKilledMidTurnGivesItsTurnAway) {
 
 }  // namespace
 }  // namespace neuron::rtd::queue
+
+namespace neuron::rtd::queue {
+namespace {
+
+TEST_F(CoreQueueTest, QueuedCommandsAreCountedFromTheRingAndNeverTrustIt) {
+  auto session = MakeSession(1);
+  std::shared_ptr<Stream> stream = MakeStream(session);
+  EXPECT_EQ(stream->QueuedCommands(), 0u);
+  for (int i = 0; i < 5; ++i) Append(*stream, NEURON_RTD_OP_SIGNAL);
+  EXPECT_EQ(stream->QueuedCommands(), 5u);
+
+  auto* header = reinterpret_cast<neuron_rtd_ring_header*>(stream->ring().data());
+  const uint64_t tail = header->tail;
+  // A tail more than a ring ahead, a head in the middle of a record, a
+  // head past the end of the ring: counted as what can be parsed, or none.
+  header->tail = tail + (1ull << 40);
+  EXPECT_EQ(stream->QueuedCommands(), 0u);
+  header->tail = tail;
+  header->head = 8;
+  EXPECT_LE(stream->QueuedCommands(), 5u);
+  header->head = header->capacity_bytes - 4;
+  header->tail = header->head + 64;
+  EXPECT_EQ(stream->QueuedCommands(), 0u);
+  header->head = 0;
+  header->tail = tail;
+
+  ASSERT_TRUE(queue_->Attach(stream).ok());
+  log_.released.Notify();
+  AwaitCompletions(5);
+  EXPECT_EQ(stream->QueuedCommands(), 0u);
+}
+
+}  // namespace
+}  // namespace neuron::rtd::queue
