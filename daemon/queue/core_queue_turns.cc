@@ -142,7 +142,10 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
       // The session's work ran dry: wait a moment for its next command
       // before handing the core to another session.
       FindContenders(sessions, group.session_id, others, other_groups);
-      if (others.empty() || turn_used >= options_.fair.quantum || !Anticipate(group)) return;
+      if (others.empty() || turn_used >= options_.fair.quantum ||
+          !fair_.Owed(group.session_id) || !Anticipate(group)) {
+        return;
+      }
       now = Now();
       index = BestStream(group, now, passed);
       if (index == kNoStream) return;

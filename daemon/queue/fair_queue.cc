@@ -45,6 +45,13 @@ size_t FairQueue::Pick(std::span<const Contender> contenders) {
   for (size_t i = 1; i < contenders.size(); ++i) {
     if (key(i) < key(best)) best = i;
   }
+  others_least_ = std::chrono::nanoseconds::max();
+  for (size_t i = 0; i < contenders.size(); ++i) {
+    if (i != best) {
+      others_least_ =
+          std::min(others_least_, sessions_.at(contenders[i].session_id).virtual_time);
+    }
+  }
   return best;
 }
 

@@ -65,6 +65,12 @@ class FairQueue {
   bool ShouldYield(const Contender& running, std::chrono::nanoseconds turn_used,
                    std::span<const Contender> others) const;
 
+  // Whether the session picked last has used no more than its share: its
+  // virtual time is at most the least of the other contenders' at that
+  // Pick. Only such a session is worth holding the core for (anticipation):
+  // one that is ahead would only take more than its share.
+  bool Owed(uint64_t session_id) const { return virtual_time(session_id) <= others_least_; }
+
   // Adds `device_time` to the session's virtual time.
   void Charge(uint64_t session_id, uint32_t weight, std::chrono::nanoseconds device_time);
 
@@ -91,6 +97,9 @@ class FairQueue {
   // The least virtual time among the contenders of the latest Pick; never
   // goes back.
   std::chrono::nanoseconds clock_{0};
+  // The least virtual time among the latest Pick's contenders but the one
+  // it picked; max() when it had none.
+  std::chrono::nanoseconds others_least_ = std::chrono::nanoseconds::max();
   uint64_t picks_ = 0;
 };
 

@@ -143,6 +143,23 @@ TEST(FairQueueTest, ATurnEndsAfterItsQuantumOnlyWhenOthersWait) {
   EXPECT_FALSE(fair.ShouldYield(running, milliseconds(500), {}));
 }
 
+TEST(FairQueueTest, OnlyASessionWithinItsShareIsOwed) {
+  FairQueue fair(Options());
+  std::vector<Contender> contenders = {Session(1), Session(2)};
+  fair.Pick(contenders);
+  fair.Charge(1, 1, milliseconds(5));
+  ASSERT_EQ(contenders[fair.Pick(contenders)].session_id, 2u);
+  // Session 2 may run until it has caught up with session 1.
+  fair.Charge(2, 1, milliseconds(4));
+  EXPECT_TRUE(fair.Owed(2));
+  fair.Charge(2, 1, milliseconds(2));
+  EXPECT_FALSE(fair.Owed(2));
+  // Alone, a session is always owed.
+  std::vector<Contender> alone = {Session(1)};
+  fair.Pick(alone);
+  EXPECT_TRUE(fair.Owed(1));
+}
+
 TEST(FairQueueTest, AgingRaisesAWaitingStreamsPriorityUpToTheHighest) {
   const nanoseconds aging = milliseconds(20);
   EXPECT_EQ(AgedPriority(0, -3, milliseconds(0), aging), 0);
