@@ -134,6 +134,9 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
   std::vector<size_t> other_groups;
   std::chrono::nanoseconds turn_used{0};
   const uint64_t generation = generation_.load(std::memory_order_acquire);
+  // A session picked for a higher-priority stream ahead of its fair turn
+  // runs that stream's work, not the rest of its backlog.
+  const int picked_priority = ReadyPriority(group).value_or(kLowestStreamPriority);
   while (true) {
     int64_t now = Now();
     size_t index = BestStream(group, now, passed);
@@ -168,6 +171,9 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
                             .weight = context->share_weight(),
                             .priority = priority.value_or(kLowestStreamPriority)};
     if (fair_.ShouldYield(running, turn_used, others)) return;
+    if (!others.empty() && running.priority > picked_priority && !fair_.Owed(group.session_id)) {
+      return;
+    }
   }
 }
 

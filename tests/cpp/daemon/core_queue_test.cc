@@ -38,6 +38,10 @@ struct CompletionLog {
   absl::Notification held;
   absl::Notification released;
   std::atomic<bool> first{true};
+  // The completion (counted from 1) that holds the worker; the first unless
+  // a test says otherwise before anything runs.
+  int hold_at = 1;
+  int seen = 0;  // worker only
   // With a fake clock: each completion of stream id advances it by
   // cost_ns[id] (1 us when absent), as if the command had taken that long.
   std::atomic<int64_t>* clock = nullptr;
@@ -108,7 +112,7 @@ class FakeSession final : public ExecutionContext {
       absl::MutexLock lock(&log_.mutex);
       log_.streams.push_back(stream.id());
     }
-    if (log_.first.exchange(false)) {
+    if (++log_.seen == log_.hold_at && log_.first.exchange(false)) {
       log_.held.Notify();
       log_.released.WaitForNotification();
     }
@@ -573,6 +577,46 @@ TEST_F(CoreQueueTest, QueuedCommandsAreCountedFromTheRingAndNeverTrustIt) {
   log_.released.Notify();
   AwaitCompletions(5);
   EXPECT_EQ(stream->QueuedCommands(), 0u);
+}
+
+}  // namespace
+}  // namespace neuron::rtd::queue
+
+namespace neuron::rtd::queue {
+namespace {
+
+TEST_F(CoreQueueTest, AStreamThatJumpsTheFairOrderByPriorityDoesNotBringItsSessionsBacklog) {
+  UseFakeClock();
+  // P keeps a backlog as heavy as two hogs'; once they have shared the core
+  // for a while, P's high-priority command arrives.
+  auto p = MakeSession(1);
+  std::shared_ptr<Stream> backlog = MakeStream(p, 0);
+  std::shared_ptr<Stream> urgent = MakeStream(p, -3);
+  std::vector<std::shared_ptr<Stream>> hogs = {MakeStream(MakeSession(2)),
+                                               MakeStream(MakeSession(3))};
+  for (const auto& stream : {backlog, hogs[0], hogs[1]}) {
+    for (int i = 0; i < 20; ++i) Append(*stream, NEURON_RTD_OP_SIGNAL);
+    log_.cost_ns[stream->id()] = kHogCommandNs;
+  }
+  Append(*urgent, NEURON_RTD_OP_SIGNAL);
+  log_.cost_ns[urgent->id()] = kLightCommandNs;
+  log_.hold_at = 7;
+  ASSERT_TRUE(queue_->Attach(backlog).ok());
+  ASSERT_TRUE(queue_->Attach(hogs[0]).ok());
+  ASSERT_TRUE(queue_->Attach(hogs[1]).ok());
+  log_.held.WaitForNotification();
+  ASSERT_TRUE(queue_->Attach(urgent).ok());
+  log_.released.Notify();
+  AwaitCompletions(61);
+  const std::vector<uint64_t> order = Completions();
+  const auto at = std::find(order.begin(), order.end(), urgent->id());
+  ASSERT_NE(at, order.end());
+  // The urgent command ran at the next boundary...
+  EXPECT_LE(at - order.begin(), 7);
+  // ...and P's backlog did not follow it out of turn: P was a command
+  // ahead of the hogs when it jumped.
+  ASSERT_LT(at + 1, order.end());
+  EXPECT_NE(*(at + 1), backlog->id());
 }
 
 }  // namespace
