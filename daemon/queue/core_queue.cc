@@ -19,10 +19,6 @@
 namespace neuron::rtd::queue {
 namespace {
 
-// How long an idle worker keeps polling the rings before it sleeps: long
-// enough to catch a client's next command without a doorbell syscall, short
-// enough not to take a core from a 2-core host.
-constexpr auto kIdleSpin = std::chrono::microseconds(30);
 
 void DrainEventFd(int fd) {
   uint64_t value;
@@ -83,6 +79,7 @@ void CoreQueue::Stop() {
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
     dma_ready_.SignalAll();
   }
   Wake();
@@ -142,14 +139,21 @@ void CoreQueue::WakeIfWaiting() {
 void CoreQueue::WorkerLoop() {
   std::vector<Contender> contenders;
   std::vector<size_t> groups;
+  std::vector<SessionStreams> sessions;
+  uint64_t seen_generation = 0;
+  bool first = true;
   while (true) {
-    std::vector<SessionStreams> sessions;
-    {
+    // The list is copied only when it changed (Attach, Detach and Stop bump
+    // the generation and wake the worker).
+    if (const uint64_t generation = generation_.load(std::memory_order_acquire);
+        first || generation != seen_generation) {
       absl::MutexLock lock(&mutex_);
       if (stopping_) return;
       sessions = sessions_;
+      seen_generation = generation;
+      first = false;
+      ForgetDeparted(sessions);
     }
-    ForgetDeparted(sessions);
     Tidy(sessions);
     FindContenders(sessions, /*running=*/0, contenders, groups);
     if (!contenders.empty()) {
@@ -194,7 +198,7 @@ void CoreQueue::Sleep(const std::vector<SessionStreams>& sessions) {
   set_sleeping(false);
 }
 
-int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
+int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t deadline_ns) {
   if (stream->in_flight.load(std::memory_order_acquire)) return 0;
   if (stream->framing_lost.load(std::memory_order_acquire)) return 0;
   std::shared_ptr<ExecutionContext> context = stream->context();
@@ -202,7 +206,13 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget) {
   const uint64_t capacity = stream->ring().size() - kRingHeaderBytes;
   const char* records = stream->ring().data() + kRingHeaderBytes;
   int served = 0;
+  // A batch ends when a stream comes or goes: the newcomer may outrank it.
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
   for (int turn = 0; turn < budget; ++turn) {
+    if (turn > 0 && (generation_.load(std::memory_order_acquire) != generation ||
+                     (deadline_ns != INT64_MAX && Now() >= deadline_ns))) {
+      break;
+    }
     const uint64_t head = stream->head();
     const uint64_t tail = stream->LoadTail();
     if (tail == head) break;

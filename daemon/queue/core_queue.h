@@ -111,6 +111,12 @@ class CoreQueue {
     std::shared_ptr<size_t> next_stream = std::make_shared<size_t>(0);
   };
   static constexpr size_t kNoStream = SIZE_MAX;
+  // How long an idle worker keeps polling the rings before it sleeps: long
+  // enough to catch a client's next command without a doorbell syscall,
+  // short enough not to take a core from a 2-core host.
+  static constexpr auto kIdleSpin = std::chrono::microseconds(30);
+  // Records a turn takes at once from a stream nothing else could outrank.
+  static constexpr int kRecordsPerBatch = 16;
 
   int64_t Now() const { return options_.clock(); }
   // Whether the worker may run the stream's next record now.
@@ -137,11 +143,19 @@ class CoreQueue {
   void RunTurn(const std::vector<SessionStreams>& sessions, size_t group);
   // Spins for up to the anticipation window until the group has a ready
   // stream.
-  bool Anticipate(const SessionStreams& group);
+  bool Anticipate(const SessionStreams& group, const std::vector<bool>& passed);
+  // With no other session contending, spins for up to kIdleSpin until the
+  // group has a ready stream (true); false when another session has work,
+  // a stream came or went, or the spin ran out.
+  bool SpinAlone(const std::vector<SessionStreams>& sessions, const SessionStreams& group,
+                 const std::vector<bool>& passed, uint64_t generation);
   void ForgetDeparted(const std::vector<SessionStreams>& sessions);
   // Serves up to `budget` records of one stream; returns how many it took
   // (a failure that consumed nothing counts as one).
-  int Serve(const std::shared_ptr<Stream>& stream, int budget);
+  // Stops early once the clock passes `deadline_ns` or a stream comes or
+  // goes.
+  int Serve(const std::shared_ptr<Stream>& stream, int budget,
+            int64_t deadline_ns = INT64_MAX);
   // Hands a FILL larger than kDmaChunkBytes to the DMA engine.
   absl::Status StartFill(const std::shared_ptr<Stream>& stream,
                          const std::shared_ptr<ExecutionContext>& context, DecodedRecord& record);
@@ -190,6 +204,10 @@ class CoreQueue {
   FairQueue fair_;
   std::vector<uint64_t> known_sessions_;
   std::vector<uint8_t> record_buffer_;
+  // Scratch of the worker's turns, kept to spare an allocation a turn.
+  std::vector<bool> passed_;
+  std::vector<Contender> others_;
+  std::vector<size_t> other_groups_;
   std::thread worker_;
   std::thread dma_;
 };

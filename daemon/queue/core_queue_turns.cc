@@ -6,6 +6,8 @@
 #include <chrono>
 #include <optional>
 
+#include "absl/cleanup/cleanup.h"
+
 #include "daemon/queue/core_queue.h"
 
 namespace neuron::rtd::queue {
@@ -84,6 +86,7 @@ void CoreQueue::FindContenders(const std::vector<SessionStreams>& sessions, uint
 }
 
 bool CoreQueue::RetryWaits(const SessionStreams& group, std::vector<bool>& passed) {
+  if (waiting_streams_.load(std::memory_order_acquire) == 0) return false;
   bool resumed = false;
   for (size_t i = 0; i < group.streams.size(); ++i) {
     const std::shared_ptr<Stream>& stream = group.streams[i];
@@ -99,8 +102,8 @@ bool CoreQueue::RetryWaits(const SessionStreams& group, std::vector<bool>& passe
 
 void CoreQueue::Tidy(const std::vector<SessionStreams>& sessions) {
   for (const SessionStreams& group : sessions) {
-    std::vector<bool> passed(group.streams.size(), false);
-    RetryWaits(group, passed);
+    passed_.assign(group.streams.size(), false);
+    RetryWaits(group, passed_);
     for (const std::shared_ptr<Stream>& stream : group.streams) {
       if (stream->retiring.load(std::memory_order_acquire) &&
           !stream->in_flight.load(std::memory_order_acquire) &&
@@ -116,12 +119,28 @@ void CoreQueue::Tidy(const std::vector<SessionStreams>& sessions) {
   }
 }
 
-bool CoreQueue::Anticipate(const SessionStreams& group) {
+bool CoreQueue::Anticipate(const SessionStreams& group, const std::vector<bool>& passed) {
   const int64_t until = Now() + options_.anticipation.count();
-  const std::vector<bool> none(group.streams.size(), false);
   do {
-    if (BestStream(group, Now(), none) != kNoStream) return true;
+    if (BestStream(group, Now(), passed) != kNoStream) return true;
   } while (Now() < until);
+  return false;
+}
+
+bool CoreQueue::SpinAlone(const std::vector<SessionStreams>& sessions,
+                          const SessionStreams& group, const std::vector<bool>& passed,
+                          uint64_t generation) {
+  const auto until = std::chrono::steady_clock::now() + kIdleSpin;
+  do {
+    if (generation_.load(std::memory_order_acquire) != generation) return false;
+    if (BestStream(group, Now(), passed) != kNoStream) return true;
+    for (const SessionStreams& other : sessions) {
+      if (other.session_id == group.session_id) continue;
+      for (const std::shared_ptr<Stream>& stream : other.streams) {
+        if (Ready(*stream)) return false;
+      }
+    }
+  } while (std::chrono::steady_clock::now() < until);
   return false;
 }
 
@@ -129,14 +148,28 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
   const SessionStreams& group = sessions[group_index];
   std::shared_ptr<ExecutionContext> context = group.streams.front()->context();
   if (context == nullptr) return;
-  std::vector<bool> passed(group.streams.size(), false);
-  std::vector<Contender> others;
-  std::vector<size_t> other_groups;
+  const uint32_t weight = context->share_weight();
+  std::vector<bool>& passed = passed_;
+  passed.assign(group.streams.size(), false);
   std::chrono::nanoseconds turn_used{0};
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   // A session picked for a higher-priority stream ahead of its fair turn
   // runs that stream's work, not the rest of its backlog.
   const int picked_priority = ReadyPriority(group).value_or(kLowestStreamPriority);
+  // Whether another session has a stream that could outrank this one's:
+  // only then is each command boundary worth a look at the others.
+  int others_best = kLowestStreamPriority;
+  for (const SessionStreams& other : sessions) {
+    if (other.session_id == group.session_id) continue;
+    for (const std::shared_ptr<Stream>& stream : other.streams) {
+      others_best = std::min(others_best, stream->priority());
+    }
+  }
+  const bool alone = sessions.size() == 1;  // with others, batches stop at the quantum
+  // Device time is reported to the session once a turn.
+  auto report = absl::MakeCleanup([&] {
+    context->AddDeviceTime(static_cast<uint64_t>(turn_used.count()));
+  });
   while (true) {
     int64_t now = Now();
     size_t index = BestStream(group, now, passed);
@@ -144,9 +177,16 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
     if (index == kNoStream) {
       // The session's work ran dry: wait a moment for its next command
       // before handing the core to another session.
-      FindContenders(sessions, group.session_id, others, other_groups);
-      if (others.empty() || turn_used >= options_.fair.quantum ||
-          !fair_.Owed(group.session_id) || !Anticipate(group)) {
+      FindContenders(sessions, group.session_id, others_, other_groups_);
+      if (others_.empty()) {
+        // Alone: poll this session's rings for the idle spin without
+        // picking again; the turn ends when another session has work or a
+        // stream comes or goes.
+        if (!SpinAlone(sessions, group, passed, generation)) return;
+        continue;
+      }
+      if (turn_used >= options_.fair.quantum || !fair_.Owed(group.session_id) ||
+          !Anticipate(group, passed)) {
         return;
       }
       now = Now();
@@ -154,26 +194,37 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
       if (index == kNoStream) return;
     }
     const std::shared_ptr<Stream>& stream = group.streams[index];
-    const int served = Serve(stream, 1);
+    // While no other stream could outrank this one (its session's only
+    // stream, and no other session's stream of a better priority), take a
+    // batch of records, up to what is left of the quantum when others may
+    // be waiting.
+    const bool batch = group.streams.size() == 1 && others_best >= stream->priority();
+    const int served =
+        Serve(stream, batch ? kRecordsPerBatch : 1,
+              alone ? INT64_MAX : now + (options_.fair.quantum - turn_used).count());
     const int64_t finished = Now();
     const std::chrono::nanoseconds took(std::max<int64_t>(0, finished - now));
-    fair_.Charge(group.session_id, context->share_weight(), took);
-    context->AddDeviceTime(static_cast<uint64_t>(took.count()));
+    fair_.Charge(group.session_id, weight, took);
     turn_used += took;
     stream->ready_since_ns = 0;
     *group.next_stream = index + 1;
     if (served == 0) passed[index] = true;
     // A stream came or went (a session may have been killed): pick again.
     if (generation_.load(std::memory_order_acquire) != generation) return;
-    FindContenders(sessions, group.session_id, others, other_groups);
-    const std::optional<int> priority = ReadyPriority(group);
-    const Contender running{.session_id = group.session_id,
-                            .weight = context->share_weight(),
-                            .priority = priority.value_or(kLowestStreamPriority)};
-    if (fair_.ShouldYield(running, turn_used, others)) return;
-    if (!others.empty() && running.priority > picked_priority && !fair_.Owed(group.session_id)) {
-      return;
-    }
+    const bool quantum_used = turn_used >= options_.fair.quantum;
+    const std::optional<int> priority = picked_priority < kLowestStreamPriority ||
+                                                others_best < kLowestStreamPriority
+                                            ? ReadyPriority(group)
+                                            : std::nullopt;
+    const int running_priority = priority.value_or(kLowestStreamPriority);
+    const bool outranked_possible = others_best < running_priority;
+    const bool priority_dropped = running_priority > picked_priority;
+    if (!quantum_used && !outranked_possible && !priority_dropped) continue;
+    FindContenders(sessions, group.session_id, others_, other_groups_);
+    const Contender running{
+        .session_id = group.session_id, .weight = weight, .priority = running_priority};
+    if (fair_.ShouldYield(running, turn_used, others_)) return;
+    if (!others_.empty() && priority_dropped && !fair_.Owed(group.session_id)) return;
   }
 }
 
