@@ -60,14 +60,17 @@ grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSess
   return grpc::Status::OK;
 }
 
+absl::StatusOr<PeerCredentials> AdminService::Caller(grpc::ServerContext* context) const {
+  std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
+  if (!caller) return absl::UnauthenticatedError("the daemon cannot identify this connection's peer");
+  return *caller;
+}
+
 grpc::Status AdminService::KillSession(grpc::ServerContext* context,
                                        const v1::KillSessionRequest* request,
                                        v1::KillSessionResponse*) {
-  std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
-  if (!caller) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the daemon cannot identify this connection's peer");
-  }
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return ToGrpc(caller.status());
   const std::string reason =
       absl::StrFormat("killed by uid %d (pid %d)%s%s", caller->uid, caller->pid,
                       request->reason().empty() ? "" : ": ", request->reason().substr(0, 256));
@@ -77,11 +80,8 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* context,
 grpc::Status AdminService::SetSessionWeight(grpc::ServerContext* context,
                                             const v1::SetSessionWeightRequest* request,
                                             v1::SetSessionWeightResponse*) {
-  std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
-  if (!caller) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the daemon cannot identify this connection's peer");
-  }
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return ToGrpc(caller.status());
   if (request->weight() < 1 || request->weight() > kMaxShareWeight) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrFormat("weight %d is not between 1 and %d", request->weight(),
@@ -96,11 +96,8 @@ grpc::Status AdminService::SetSessionWeight(grpc::ServerContext* context,
 
 grpc::Status AdminService::CheckAdministrator(grpc::ServerContext* context,
                                               std::string_view action) const {
-  std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
-  if (!caller) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "the daemon cannot identify this connection's peer");
-  }
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return ToGrpc(caller.status());
   if (caller->uid != 0 && caller->uid != ::geteuid()) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         absl::StrFormat("only root or uid %d may %s; the caller is uid %d",

@@ -54,6 +54,8 @@ class AdminService final : public v1::Admin::Service {
 
  private:
   // Root or the daemon's own user: who may drain or reset.
+  // The peer of the call; UNAUTHENTICATED when the daemon cannot tell.
+  absl::StatusOr<PeerCredentials> Caller(grpc::ServerContext* context) const;
   grpc::Status CheckAdministrator(grpc::ServerContext* context, std::string_view action) const;
 
   const hal::Backend& backend_;
