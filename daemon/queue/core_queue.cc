@@ -2,6 +2,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +43,13 @@ absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
     if (wake_fd >= 0) ::close(wake_fd);
     ::close(epoll_fd);
     return failed;
+  }
+  if (!options.thread_cpu_clock) {
+    options.thread_cpu_clock = [] {
+      timespec now{};
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+      return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+    };
   }
   if (!options.clock) {
     options.clock = [] {

@@ -33,13 +33,21 @@ inline constexpr uint64_t kDmaChunkBytes = 8ull << 20;
 
 struct CoreQueueOptions {
   FairQueueOptions fair;
-  // How long the worker waits for the next command of the session in its
-  // turn, when another session has work, before it ends the turn: an eager
-  // client's next operator is usually this close behind the last.
+  // The longest the worker waits for the next command of the session in
+  // its turn, when another session has work, before it ends the turn: an
+  // eager client's next operator is usually this close behind the last
+  // (FairQueue::AnticipationWindow says when waiting pays, and how long).
   std::chrono::nanoseconds anticipation = std::chrono::microseconds(30);
   // The clock that device time is measured by (nanoseconds); tests replace
   // it. Default: steady_clock.
   std::function<int64_t()> clock;
+  // The CPU time of the calling thread (nanoseconds). The simulated core's
+  // commands run on the worker thread, so a turn's device time is at most
+  // the CPU time the worker used in it: the rest is the host preempting the
+  // worker (a busy 2-core host), which real hardware would not charge to
+  // the session that happened to be running. Read twice a turn (a system
+  // call). Default: CLOCK_THREAD_CPUTIME_ID; tests replace it with `clock`.
+  std::function<int64_t()> thread_cpu_clock;
 };
 
 // Thread-safety: Attach, Detach and Wake may be called from any thread.
@@ -141,9 +149,9 @@ class CoreQueue {
   // Runs `group`'s ready commands back to back until the fair queue ends
   // its turn.
   void RunTurn(const std::vector<SessionStreams>& sessions, size_t group);
-  // Spins for up to the anticipation window until the group has a ready
-  // stream.
-  bool Anticipate(const SessionStreams& group, const std::vector<bool>& passed);
+  // Spins for up to `window` until the group has a ready stream.
+  bool Anticipate(const SessionStreams& group, const std::vector<bool>& passed,
+                  std::chrono::nanoseconds window);
   // With no other session contending, spins for up to kIdleSpin until the
   // group has a ready stream (true); false when another session has work,
   // a stream came or went, or the spin ran out.

@@ -119,10 +119,14 @@ void CoreQueue::Tidy(const std::vector<SessionStreams>& sessions) {
   }
 }
 
-bool CoreQueue::Anticipate(const SessionStreams& group, const std::vector<bool>& passed) {
-  const int64_t until = Now() + options_.anticipation.count();
+bool CoreQueue::Anticipate(const SessionStreams& group, const std::vector<bool>& passed,
+                           std::chrono::nanoseconds window) {
+  const int64_t until = Now() + window.count();
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
   do {
     if (BestStream(group, Now(), passed) != kNoStream) return true;
+    // A stream came or went (or the queue stops): pick again.
+    if (generation_.load(std::memory_order_acquire) != generation) return false;
   } while (Now() < until);
   return false;
 }
@@ -166,8 +170,15 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
     }
   }
   const bool alone = sessions.size() == 1;  // with others, batches stop at the quantum
-  // Device time is reported to the session once a turn.
+  // Device time is reported to the session once a turn, without the time
+  // the host took the worker away.
+  const int64_t cpu_at_start = options_.thread_cpu_clock();
   auto report = absl::MakeCleanup([&] {
+    const std::chrono::nanoseconds cpu_used(options_.thread_cpu_clock() - cpu_at_start);
+    if (turn_used > cpu_used) {
+      fair_.Refund(group.session_id, weight, turn_used - cpu_used);
+      turn_used = cpu_used;
+    }
     context->AddDeviceTime(static_cast<uint64_t>(turn_used.count()));
   });
   while (true) {
@@ -185,10 +196,9 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
         if (!SpinAlone(sessions, group, passed, generation)) return;
         continue;
       }
-      if (turn_used >= options_.fair.quantum || !fair_.Owed(group.session_id) ||
-          !Anticipate(group, passed)) {
-        return;
-      }
+      const std::chrono::nanoseconds window = fair_.AnticipationWindow(
+          group.session_id, turn_used, others_, options_.anticipation);
+      if (window.count() <= 0 || !Anticipate(group, passed, window)) return;
       now = Now();
       index = BestStream(group, now, passed);
       if (index == kNoStream) return;
@@ -204,7 +214,7 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
               alone ? INT64_MAX : now + (options_.fair.quantum - turn_used).count());
     const int64_t finished = Now();
     const std::chrono::nanoseconds took(std::max<int64_t>(0, finished - now));
-    fair_.Charge(group.session_id, weight, took);
+    fair_.Charge(group.session_id, weight, took, served);
     turn_used += took;
     stream->ready_since_ns = 0;
     *group.next_stream = index + 1;

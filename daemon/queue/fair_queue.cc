@@ -69,10 +69,38 @@ bool FairQueue::ShouldYield(const Contender& running, std::chrono::nanoseconds t
 }
 
 void FairQueue::Charge(uint64_t session_id, uint32_t weight,
-                       std::chrono::nanoseconds device_time) {
+                       std::chrono::nanoseconds device_time, int commands) {
   SessionState& state = StateOf(session_id);
   state.used += device_time;
   state.virtual_time += device_time / std::max<uint32_t>(1, weight);
+  if (commands <= 0) return;
+  const std::chrono::nanoseconds per_command = device_time / commands;
+  // An average over the last few charges, so that one odd command neither
+  // makes nor breaks the estimate.
+  state.typical_command = state.typical_command.count() == 0
+                              ? per_command
+                              : state.typical_command + (per_command - state.typical_command) / 8;
+}
+
+void FairQueue::Refund(uint64_t session_id, uint32_t weight,
+                       std::chrono::nanoseconds device_time) {
+  SessionState& state = StateOf(session_id);
+  device_time = std::min(device_time, state.used);
+  state.used -= device_time;
+  state.virtual_time -= device_time / std::max<uint32_t>(1, weight);
+}
+
+std::chrono::nanoseconds FairQueue::AnticipationWindow(uint64_t session_id,
+                                                       std::chrono::nanoseconds turn_used,
+                                                       std::span<const Contender> others,
+                                                       std::chrono::nanoseconds longest_wait) const {
+  if (turn_used >= options_.quantum || !Owed(session_id)) return std::chrono::nanoseconds{0};
+  std::chrono::nanoseconds longest_command{0};
+  for (const Contender& other : others) {
+    auto it = sessions_.find(other.session_id);
+    if (it != sessions_.end()) longest_command = std::max(longest_command, it->second.typical_command);
+  }
+  return std::min(longest_wait, longest_command);
 }
 
 std::chrono::nanoseconds FairQueue::used(uint64_t session_id) const {

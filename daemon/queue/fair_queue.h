@@ -71,8 +71,29 @@ class FairQueue {
   // one that is ahead would only take more than its share.
   bool Owed(uint64_t session_id) const { return virtual_time(session_id) <= others_least_; }
 
-  // Adds `device_time` to the session's virtual time.
-  void Charge(uint64_t session_id, uint32_t weight, std::chrono::nanoseconds device_time);
+  // Adds `device_time`, which `commands` commands took, to the session's
+  // virtual time and to its typical command time.
+  void Charge(uint64_t session_id, uint32_t weight, std::chrono::nanoseconds device_time,
+              int commands = 1);
+
+  // Takes back `device_time` charged to the session that it did not use
+  // (the host preempted the simulated core's worker while it ran).
+  void Refund(uint64_t session_id, uint32_t weight, std::chrono::nanoseconds device_time);
+
+  // How long the core may wait for the next command of the session picked
+  // last, whose ready work ran out after `turn_used` of its turn, before
+  // `others` (ready contenders) get it; 0: hand over now. An eager client
+  // sends its next operator a few microseconds after the last finished, and
+  // a command that starts in between cannot be preempted, so waiting pays
+  // when the others' commands are long. It never exceeds `longest_wait`,
+  // nor the longest typical command among `others` (a moving average of
+  // their commands' device time): beside tenants of tiny commands waiting
+  // would only idle the core at this client's pace while their work piles
+  // up. Only a session still owed service, with quantum left, is waited for.
+  std::chrono::nanoseconds AnticipationWindow(uint64_t session_id,
+                                              std::chrono::nanoseconds turn_used,
+                                              std::span<const Contender> others,
+                                              std::chrono::nanoseconds longest_wait) const;
 
   // The session left the core.
   void Forget(uint64_t session_id) { sessions_.erase(session_id); }
@@ -86,6 +107,7 @@ class FairQueue {
   struct SessionState {
     std::chrono::nanoseconds virtual_time{0};
     std::chrono::nanoseconds used{0};
+    std::chrono::nanoseconds typical_command{0};
     uint64_t last_pick = 0;  // the Pick call that last saw it contend
   };
 

@@ -156,14 +156,21 @@ class CoreQueueTest : public ::testing::Test {
   }
 
   // Replaces the queue with one whose device time is the fake clock that
-  // completions advance (CompletionLog::cost_ns), and no anticipation.
-  void UseFakeClock() {
+  // completions advance (CompletionLog::cost_ns), and no anticipation. With
+  // an anticipation window, every reading of the clock also advances it by
+  // 1 ns, so that the worker's waits end.
+  void UseFakeClock(std::chrono::nanoseconds anticipation = std::chrono::nanoseconds(0)) {
     queue_.reset();
     log_.clock = &fake_clock_;
+    const bool ticking = anticipation.count() > 0;
+    auto clock = [this, ticking] {
+      return ticking ? fake_clock_.fetch_add(1) + 1 : fake_clock_.load();
+    };
     auto queue = CoreQueue::Create(0, *backend_->devices()[0],
                                    CoreQueueOptions{.fair = FairQueueOptions{},
-                                                    .anticipation = std::chrono::nanoseconds(0),
-                                                    .clock = [this] { return fake_clock_.load(); }});
+                                                    .anticipation = anticipation,
+                                                    .clock = clock,
+                                                    .thread_cpu_clock = clock});
     ASSERT_TRUE(queue.ok()) << queue.status();
     queue_ = *std::move(queue);
   }

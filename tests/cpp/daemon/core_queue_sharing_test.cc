@@ -99,6 +99,54 @@ TEST_F(CoreQueueTest, ALightSessionsQueuedBatchRunsInOneTurnAmongHogs) {
   }
 }
 
+TEST_F(CoreQueueTest, TheCoreDoesNotIdleForAClientBesideTenantsOfTinyCommands) {
+  // An hour's anticipation window: only the others' command times bound it.
+  UseFakeClock(std::chrono::hours(1));
+  constexpr int kTenantCommands = 150;  // 20 us each: more than a 2 ms quantum
+  auto tenant = MakeSession(1);
+  auto client = MakeSession(2);
+  std::shared_ptr<Stream> tenant_stream = MakeStream(tenant);
+  std::shared_ptr<Stream> client_stream = MakeStream(client);
+  for (int i = 0; i < kTenantCommands; ++i) Append(*tenant_stream, NEURON_RTD_OP_SIGNAL);
+  Append(*client_stream, NEURON_RTD_OP_SIGNAL);
+  log_.cost_ns[tenant_stream->id()] = 20'000;
+  log_.cost_ns[client_stream->id()] = 1'000;
+  ASSERT_TRUE(queue_->Attach(tenant_stream).ok());
+  log_.held.WaitForNotification();
+  ASSERT_TRUE(queue_->Attach(client_stream).ok());
+  log_.released.Notify();
+  // The client gets the core once the tenant's quantum is used, runs dry,
+  // and is owed service; waiting for its next command (which never comes)
+  // is bounded by the tenant's 20 us commands, not by the window: the
+  // tenant's work goes on.
+  AwaitCompletions(kTenantCommands + 1);
+  EXPECT_EQ(tenant_stream->completed(), uint64_t{kTenantCommands});
+  EXPECT_EQ(client_stream->completed(), 1u);
+}
+
+TEST_F(CoreQueueTest, TimeTheHostTookFromTheWorkerIsNotChargedToTheSession) {
+  // A host that lets the worker run a tenth of the time: each command takes
+  // 10 ms on the wall clock and 1 ms of the worker's CPU.
+  queue_.reset();
+  log_.clock = &fake_clock_;
+  auto queue = CoreQueue::Create(
+      0, *backend_->devices()[0],
+      CoreQueueOptions{.anticipation = std::chrono::nanoseconds(0),
+                       .clock = [this] { return fake_clock_.load(); },
+                       .thread_cpu_clock = [this] { return fake_clock_.load() / 10; }});
+  ASSERT_TRUE(queue.ok()) << queue.status();
+  queue_ = *std::move(queue);
+  auto session = MakeSession(1);
+  std::shared_ptr<Stream> stream = MakeStream(session);
+  for (int i = 0; i < 5; ++i) Append(*stream, NEURON_RTD_OP_SIGNAL);
+  log_.cost_ns[stream->id()] = 10'000'000;
+  log_.first = false;  // no gate
+  ASSERT_TRUE(queue_->Attach(stream).ok());
+  AwaitCompletions(5);
+  queue_.reset();  // the turn ends and is reported
+  EXPECT_EQ(session->device_time_ns.load(), 5u * 1'000'000);
+}
+
 TEST_F(CoreQueueTest, WeightsShareDeviceTimeInProportion) {
   UseFakeClock();
   constexpr int kCommands = 120;

@@ -160,6 +160,61 @@ TEST(FairQueueTest, OnlyASessionWithinItsShareIsOwed) {
   EXPECT_TRUE(fair.Owed(1));
 }
 
+TEST(FairQueueTest, TheCoreWaitsForAnOwedSessionAsLongAsTheOthersCommandsTake) {
+  FairQueue fair(Options());
+  const nanoseconds longest_wait = std::chrono::microseconds(100);
+  std::vector<Contender> contenders = {Session(1), Session(2), Session(3)};
+  fair.Pick(contenders);
+  // Session 2's commands take 18 ms, session 3's 2 us (a batch of 10 in 20).
+  fair.Charge(2, 1, milliseconds(18));
+  fair.Charge(3, 1, std::chrono::microseconds(20), 10);
+  ASSERT_EQ(contenders[fair.Pick(contenders)].session_id, 1u);
+  fair.Charge(1, 1, std::chrono::microseconds(10));
+  const Contender with_long[] = {Session(2), Session(3)};
+  const Contender with_tiny[] = {Session(3)};
+  const nanoseconds turn = std::chrono::microseconds(10);
+  // Beside an 18 ms command, the whole window.
+  EXPECT_EQ(fair.AnticipationWindow(1, turn, with_long, longest_wait), longest_wait);
+  // Beside 2 us commands, no longer than one of them: waiting longer would
+  // idle the core while their work piles up.
+  EXPECT_EQ(fair.AnticipationWindow(1, turn, with_tiny, longest_wait),
+            std::chrono::microseconds(2));
+  // Nothing known of the others yet: hand over.
+  const Contender unknown[] = {Session(9)};
+  EXPECT_EQ(fair.AnticipationWindow(1, turn, unknown, longest_wait), nanoseconds{0});
+  // Its quantum used, or ahead of its share: hand over.
+  EXPECT_EQ(fair.AnticipationWindow(1, milliseconds(2), with_long, longest_wait), nanoseconds{0});
+  fair.Charge(1, 1, milliseconds(30));
+  EXPECT_EQ(fair.AnticipationWindow(1, turn, with_long, longest_wait), nanoseconds{0});
+}
+
+TEST(FairQueueTest, ATypicalCommandIsAMovingAverageNotTheLastCommand) {
+  FairQueue fair(Options());
+  std::vector<Contender> contenders = {Session(1), Session(2)};
+  fair.Pick(contenders);
+  for (int i = 0; i < 50; ++i) fair.Charge(2, 1, milliseconds(8));
+  fair.Charge(2, 1, std::chrono::microseconds(1));  // one odd short command
+  ASSERT_EQ(contenders[fair.Pick(contenders)].session_id, 1u);
+  const Contender other[] = {Session(2)};
+  EXPECT_GT(fair.AnticipationWindow(1, nanoseconds{0}, other, milliseconds(100)),
+            milliseconds(6));
+}
+
+TEST(FairQueueTest, ARefundTakesBackDeviceTimeTheSessionDidNotUse) {
+  FairQueue fair(Options());
+  std::vector<Contender> contenders = {Session(1, 2), Session(2)};
+  fair.Pick(contenders);
+  const nanoseconds before = fair.virtual_time(1);
+  fair.Charge(1, 2, milliseconds(10));
+  fair.Refund(1, 2, milliseconds(6));
+  EXPECT_EQ(fair.used(1), milliseconds(4));
+  EXPECT_EQ(fair.virtual_time(1) - before, milliseconds(2));
+  // Never more than was charged.
+  fair.Refund(1, 2, milliseconds(60));
+  EXPECT_EQ(fair.used(1), nanoseconds{0});
+  EXPECT_EQ(fair.virtual_time(1), before);
+}
+
 TEST(FairQueueTest, AgingRaisesAWaitingStreamsPriorityUpToTheHighest) {
   const nanoseconds aging = milliseconds(20);
   EXPECT_EQ(AgedPriority(0, -3, milliseconds(0), aging), 0);
