@@ -71,7 +71,8 @@ CoreQueue::CoreQueue(uint32_t core, hal::Device& device, CoreQueueOptions option
           -static_cast<int>(std::max<uint32_t>(1, device.info().stream_priority_levels) - 1)),
       epoll_fd_(epoll_fd),
       wake_fd_(wake_fd),
-      fair_(options_.fair) {
+      fair_(options_.fair),
+      dma_fair_(options_.fair) {
   record_buffer_.resize(NEURON_RTD_MAX_RECORD_BYTES);
   worker_ = std::thread([this] { WorkerLoop(); });
   dma_ = std::thread([this] { DmaLoop(); });

@@ -92,8 +92,11 @@ class CoreQueue {
 
  private:
   // A copy or a large fill on the DMA engine, run in chunks of at most
-  // kDmaChunkBytes: between two chunks the engine turns to the next job, so
-  // one stream's 16 GiB copy cannot hold the engine for seconds.
+  // kDmaChunkBytes: between two chunks the engine picks again, so one
+  // stream's 16 GiB copy cannot hold the engine for seconds. Sessions share
+  // the engine by the time their chunks took, weighted, as they share the
+  // core (a session with many streams, each with a copy in flight, gets one
+  // session's share); a session's jobs take turns among themselves.
   struct DmaJob {
     std::shared_ptr<Stream> stream;
     std::shared_ptr<ExecutionContext> context;
@@ -168,6 +171,8 @@ class CoreQueue {
   absl::Status StartFill(const std::shared_ptr<Stream>& stream,
                          const std::shared_ptr<ExecutionContext>& context, DecodedRecord& record);
   void EnqueueDma(DmaJob job);
+  // The queued job whose session's turn it is on the DMA engine; DMA thread.
+  std::deque<DmaJob>::iterator PickDmaJob() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   bool HasRunnableWork(const std::vector<SessionStreams>& sessions) const;
   void Sleep(const std::vector<SessionStreams>& sessions);
   enum class Outcome {
@@ -210,6 +215,9 @@ class CoreQueue {
   std::array<std::atomic<uint64_t>, 64> latency_log2_ns_{};
   // Worker only.
   FairQueue fair_;
+  // DMA thread only.
+  FairQueue dma_fair_;
+  std::vector<Contender> dma_contenders_;
   std::vector<uint64_t> known_sessions_;
   std::vector<uint8_t> record_buffer_;
   // Scratch of the worker's turns, kept to spare an allocation a turn.

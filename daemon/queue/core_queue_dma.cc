@@ -83,6 +83,23 @@ void CoreQueue::EnqueueDma(DmaJob job) {
   dma_ready_.Signal();
 }
 
+std::deque<CoreQueue::DmaJob>::iterator CoreQueue::PickDmaJob() {
+  // Each session's first job contends (jobs are few: one per stream at most).
+  dma_contenders_.clear();
+  std::vector<std::deque<DmaJob>::iterator> firsts;
+  for (auto job = dma_jobs_.begin(); job != dma_jobs_.end(); ++job) {
+    const uint64_t session = job->stream->session_id();
+    if (std::any_of(dma_contenders_.begin(), dma_contenders_.end(),
+                    [&](const Contender& seen) { return seen.session_id == session; })) {
+      continue;
+    }
+    dma_contenders_.push_back(
+        Contender{.session_id = session, .weight = job->context->share_weight()});
+    firsts.push_back(job);
+  }
+  return firsts[dma_fair_.Pick(dma_contenders_)];
+}
+
 void CoreQueue::DmaLoop() {
   while (true) {
     DmaJob job;
@@ -90,9 +107,11 @@ void CoreQueue::DmaLoop() {
       absl::MutexLock lock(&mutex_);
       while (dma_jobs_.empty() && !stopping_) dma_ready_.Wait(&mutex_);
       if (stopping_) return;
-      job = std::move(dma_jobs_.front());
-      dma_jobs_.pop_front();
+      auto picked = PickDmaJob();
+      job = std::move(*picked);
+      dma_jobs_.erase(picked);
     }
+    const uint64_t session = job.stream->session_id();
     absl::Status status;
     if (job.stream->failed()) {
       status = absl::AbortedError("stream failed");
@@ -100,13 +119,23 @@ void CoreQueue::DmaLoop() {
       const uint64_t length = std::min(kDmaChunkBytes, job.bytes - job.done);
       const int64_t started = Now();
       status = job.run(job.done, length);
-      Account(static_cast<uint64_t>(std::max<int64_t>(0, Now() - started)));
+      const int64_t took = std::max<int64_t>(0, Now() - started);
+      Account(static_cast<uint64_t>(took));
+      dma_fair_.Charge(session, job.context->share_weight(), std::chrono::nanoseconds(took));
       job.done += length;
       if (status.ok() && job.done < job.bytes) {
-        // The rest after the other jobs waiting for the engine.
+        // The rest after the session's other jobs: they take turns.
         absl::MutexLock lock(&mutex_);
         dma_jobs_.push_back(std::move(job));
         continue;
+      }
+    }
+    {
+      absl::MutexLock lock(&mutex_);
+      if (std::none_of(dma_jobs_.begin(), dma_jobs_.end(), [&](const DmaJob& queued) {
+            return queued.stream->session_id() == session;
+          })) {
+        dma_fair_.Forget(session);  // it comes back level, as an idle session does
       }
     }
     Finish(*job.stream, *job.context, job.record, status);

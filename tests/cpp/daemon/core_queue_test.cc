@@ -41,6 +41,33 @@ TEST_F(CoreQueueTest, ALargeFillYieldsTheDmaEngineBetweenChunks) {
   }
 }
 
+TEST_F(CoreQueueTest, ASessionWithManyStreamsGetsOneSessionsShareOfTheDmaEngine) {
+  constexpr uint64_t kFill = 64ull << 20;  // 8 chunks
+  constexpr int kStreamsOfA = 4;
+  auto a = MakeSession(1, kStreamsOfA * kFill);
+  auto b = MakeSession(2, kFill);
+  std::vector<std::shared_ptr<Stream>> a_streams;
+  for (int i = 0; i < kStreamsOfA; ++i) {
+    a_streams.push_back(MakeStream(a));
+    AppendFill(*a_streams.back(), a->address() + i * kFill, kFill);
+  }
+  std::shared_ptr<Stream> b_stream = MakeStream(b);
+  // B's first command holds the worker until A's streams are attached, so
+  // that all five fills reach the DMA engine together.
+  Append(*b_stream, NEURON_RTD_OP_SIGNAL);
+  AppendFill(*b_stream, b->address(), kFill);
+  ASSERT_TRUE(queue_->Attach(b_stream).ok());
+  log_.held.WaitForNotification();
+  for (const auto& stream : a_streams) ASSERT_TRUE(queue_->Attach(stream).ok());
+  log_.released.Notify();
+  AwaitCompletions(2 + kStreamsOfA);
+  // B had half the engine, so its fill finished first; by job, A's four
+  // would have had four fifths and finished in the same round as B's.
+  const std::vector<uint64_t> order = Completions();
+  ASSERT_EQ(order.size(), 2u + kStreamsOfA);
+  EXPECT_EQ(order[1], b_stream->id());
+}
+
 TEST_F(CoreQueueTest, ADetachedStreamIsLetGoEvenWhileTheQueueSleeps) {
   auto session = MakeSession(1);
   std::shared_ptr<Stream> stream = MakeStream(session);
