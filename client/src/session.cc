@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/content_hash.h"
-#include "src/internal/eager_op_encoder.h"
+#include "src/internal/executable_encoder.h"
 #include "src/internal/session_core.h"
 
 namespace neuronrt {
@@ -337,12 +337,15 @@ absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core, int
   return std::make_shared<Stream>(std::move(state));
 }
 
-absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::string_view name) {
+absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::string_view name,
+                                                 ExecutableKind kind) {
+  const v1::ExecutableKind wire_kind =
+      kind == ExecutableKind::kGraph ? v1::EXECUTABLE_KIND_GRAPH : v1::EXECUTABLE_KIND_EAGER_OP;
   const std::string hash = neuron::rtd::ContentHash(body);
   {
     v1::LookupExecutableRequest request;
     request.set_session_id(core_->id());
-    request.set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
+    request.set_kind(wire_kind);
     request.set_content_hash(hash);
     auto found = core_->client().Call(&v1::Runtime::Stub::LookupExecutable, request,
                                       "LookupExecutable");
@@ -358,7 +361,7 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
   v1::LoadExecutableChunk chunk;
   v1::LoadExecutableChunk::Header* header = chunk.mutable_header();
   header->set_session_id(core_->id());
-  header->set_kind(v1::EXECUTABLE_KIND_EAGER_OP);
+  header->set_kind(wire_kind);
   header->set_content_hash(hash);
   header->set_total_bytes(body.size());
   header->set_name(std::string(name));
@@ -379,6 +382,11 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
 absl::StatusOr<uint64_t> Session::LoadEagerOp(const neuron::rtd::EagerOpPlan& plan,
                                               std::string_view name) {
   return LoadExecutable(internal::EncodeEagerOp(plan), name);
+}
+
+absl::StatusOr<uint64_t> Session::LoadGraph(const neuron::rtd::GraphPlan& plan,
+                                            std::string_view name) {
+  return LoadExecutable(internal::EncodeGraph(plan), name, ExecutableKind::kGraph);
 }
 
 absl::Status Session::UnloadExecutable(uint64_t executable_id) {

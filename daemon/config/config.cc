@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "absl/strings/match.h"
+#include "neuron/rtd/abi/command_ring.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -179,7 +180,7 @@ constexpr std::array kKeys = {
     KeySpec{"session", "max_streams", ValueKind::kInteger,
             kSessionKey<&SessionSettings::max_streams, 1, 4096>},
     KeySpec{"session", "max_ring_bytes", ValueKind::kInteger,
-            kSessionKey<&SessionSettings::max_ring_bytes, 4096, 64 << 20>},
+            kSessionKey<&SessionSettings::max_ring_bytes, NEURON_RTD_MIN_RING_BYTES, 64 << 20>},
     KeySpec{"session", "staging_bytes", ValueKind::kInteger,
             kSessionKey<&SessionSettings::staging_bytes, 1 << 20, int64_t{16} << 30>},
     KeySpec{"session", "max_host_memory_bytes", ValueKind::kInteger,

@@ -1,13 +1,14 @@
 // An executable loaded into the daemon: data (an operator and its argument
-// layouts), never code, with what the backend prepared from it.
+// layouts, or a graph of operators), never code, with what the backend
+// prepared from it.
 #ifndef NEURON_RTD_DAEMON_EXEC_EXECUTABLE_H_
 #define NEURON_RTD_DAEMON_EXEC_EXECUTABLE_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "daemon/hal/eager_op.h"
 #include "daemon/hal/executable.h"
 
 namespace neuron::rtd::exec {
@@ -20,10 +21,16 @@ struct Executable {
   std::string name;
   // Of the serialized body.
   uint64_t size_bytes = 0;
-  hal::EagerOpPlan plan;
+  hal::ExecutableSpec spec;
+  // "aten::add" or "graph 'forward_3'", for messages.
+  std::string description;
+  // Every tensor a LAUNCH reads or writes at one of its addresses (an eager
+  // op's arguments and outputs, a graph's inputs and outputs): the launch
+  // checks each extent against the launching session's memory.
+  std::vector<hal::TensorLayout> launch_tensors;
   // LAUNCH must pass at least this many addresses.
   uint32_t address_count = 0;
-  // What the backend prepared from `plan` at load.
+  // What the backend prepared from `spec` at load.
   std::shared_ptr<const hal::Executable> prepared;
 };
 

@@ -107,7 +107,7 @@ absl::Status ExecutableCache::MakeRoomLocked(uint64_t bytes) {
 
 absl::StatusOr<LoadResult> ExecutableCache::Load(std::string_view content_hash,
                                                  std::string_view name, std::string_view body,
-                                                 uid_t uid) {
+                                                 ExecutableBodyKind kind, uid_t uid) {
   const std::string actual = ContentHash(body);
   if (actual != content_hash) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -118,13 +118,13 @@ absl::StatusOr<LoadResult> ExecutableCache::Load(std::string_view content_hash,
   if (!cached.ok()) return cached.status();
   if (*cached) return LoadResult{.hold = std::move(**cached), .cache_hit = true};
 
-  absl::StatusOr<Executable> decoded = DecodeExecutable(body);
+  absl::StatusOr<Executable> decoded = DecodeExecutable(body, kind);
   if (!decoded.ok()) return decoded.status();
   decoded->content_hash = actual;
   decoded->name = std::string(name.substr(0, 256));
   decoded->size_bytes = body.size();
   absl::StatusOr<std::unique_ptr<hal::Executable>> prepared =
-      backend_.PrepareExecutable(hal::ExecutableSpec{.eager_op = decoded->plan});
+      backend_.PrepareExecutable(decoded->spec);
   if (!prepared.ok()) {
     return absl::Status(prepared.status().code(),
                         absl::StrFormat("executable \"%s\": %s", decoded->name,

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/exec/executable.h"
+#include "daemon/exec/executable_decoder.h"
 #include "daemon/hal/device.h"
 #include "neuron/rtd/abi/command_ring.h"
 
@@ -101,14 +102,14 @@ class ExecutableCache {
   absl::StatusOr<std::optional<ExecutableHold>> LookupAndHold(std::string_view content_hash,
                                                              uid_t uid);
 
-  // Decodes and checks `body` (a serialized neuron.rtd.v1.ExecutableBody
-  // whose hash must be `content_hash`), has the backend prepare it, caches it
+  // Decodes and checks `body` (a serialized neuron.rtd.v1.ExecutableBody of
+  // `kind` whose hash must be `content_hash`), has the backend prepare it, caches it
   // and holds it for `uid`. INVALID_ARGUMENT naming the field for a malformed
   // body or one that does not fit its operator's schema; RESOURCE_EXHAUSTED
   // when the user's quota, or the budget after evicting every executable no
   // session holds, has no room for it.
   absl::StatusOr<LoadResult> Load(std::string_view content_hash, std::string_view name,
-                                  std::string_view body, uid_t uid);
+                                  std::string_view body, ExecutableBodyKind kind, uid_t uid);
 
   // Drops every executable no session holds; returns how many.
   uint64_t EvictUnheld();

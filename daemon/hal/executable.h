@@ -6,16 +6,17 @@
 #ifndef NEURON_RTD_DAEMON_HAL_EXECUTABLE_H_
 #define NEURON_RTD_DAEMON_HAL_EXECUTABLE_H_
 
+#include <variant>
+
 #include "daemon/hal/device_info.h"
 #include "daemon/hal/eager_op.h"
+#include "daemon/hal/graph.h"
 
 namespace neuron::rtd::hal {
 
-// What an executable describes, as daemon/exec decoded it. Graph executables
-// (the compiled path) will be a second kind.
-struct ExecutableSpec {
-  EagerOpPlan eager_op;
-};
+// What an executable describes, as daemon/exec decoded it: one operator
+// (eager mode) or a graph of them (torch.compile).
+using ExecutableSpec = std::variant<EagerOpPlan, GraphPlan>;
 
 // Owned by daemon/exec's cache; shared by every launch that names it, from
 // any core's worker, so Dispatch must not change it.

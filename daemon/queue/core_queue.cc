@@ -416,29 +416,15 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
   if (launch.arguments.size() < executable->address_count) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "executable %d (%s) takes %d addresses; the launch gave %d", executable->id,
-        executable->plan.name, executable->address_count, launch.arguments.size()));
+        executable->description, executable->address_count, launch.arguments.size()));
   }
-  auto check_layout = [&](const hal::TensorLayout& layout) -> absl::Status {
+  for (const hal::TensorLayout& layout : executable->launch_tensors) {
     const uint64_t extent = hal::TensorExtentBytes(layout);
-    if (extent == 0) return absl::OkStatus();
-    return check(launch.arguments[layout.address_index], extent);
-  };
-  for (const hal::OpValue& argument : executable->plan.arguments) {
-    if (const auto* layout = std::get_if<hal::TensorLayout>(&argument)) {
-      if (absl::Status status = check_layout(*layout); !status.ok()) return status;
-    } else if (const auto* layouts = std::get_if<std::vector<hal::TensorLayout>>(&argument)) {
-      for (const hal::TensorLayout& each : *layouts) {
-        if (absl::Status status = check_layout(each); !status.ok()) return status;
-      }
-    } else if (const auto* optional = std::get_if<hal::OptionalTensorLayouts>(&argument)) {
-      for (const std::optional<hal::TensorLayout>& each : *optional) {
-        if (!each) continue;
-        if (absl::Status status = check_layout(*each); !status.ok()) return status;
-      }
+    if (extent == 0) continue;
+    if (absl::Status status = check(launch.arguments[layout.address_index], extent);
+        !status.ok()) {
+      return status;
     }
-  }
-  for (const hal::TensorLayout& output : executable->plan.outputs) {
-    if (absl::Status status = check_layout(output); !status.ok()) return status;
   }
   return device_.Dispatch(*executable->prepared, launch.arguments, launch.scalars);
 }

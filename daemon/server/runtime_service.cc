@@ -235,10 +235,18 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
   const v1::LoadExecutableChunk::Header header = chunk.header();
   auto session = CallerSession(context, header.session_id());
   if (!session.ok()) return ToGrpc(session.status());
-  if (header.kind() != v1::EXECUTABLE_KIND_EAGER_OP) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        absl::StrFormat("executables of kind %s are not supported yet",
-                                        v1::ExecutableKind_Name(header.kind())));
+  exec::ExecutableBodyKind kind;
+  switch (header.kind()) {
+    case v1::EXECUTABLE_KIND_EAGER_OP:
+      kind = exec::ExecutableBodyKind::kEagerOp;
+      break;
+    case v1::EXECUTABLE_KIND_GRAPH:
+      kind = exec::ExecutableBodyKind::kGraph;
+      break;
+    default:
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                          absl::StrFormat("executables of kind %s are not supported",
+                                          v1::ExecutableKind_Name(header.kind())));
   }
   if (header.total_bytes() > kMaxExecutableBytes) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -264,7 +272,7 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
                                         body.size(), header.total_bytes()));
   }
   absl::StatusOr<exec::LoadResult> loaded =
-      executables_.Load(header.content_hash(), header.name(), body, uid);
+      executables_.Load(header.content_hash(), header.name(), body, kind, uid);
   if (!loaded.ok()) return ToGrpc(loaded.status());
   const uint64_t id = loaded->hold.executable()->id;
   if (absl::Status held = (*session)->AddExecutable(std::move(loaded->hold)); !held.ok()) {

@@ -41,7 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)quiet;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   // A cache per input: each load is judged alone, and memory stays flat.
-  neuron::rtd::exec::ExecutableCache cache(SharedBackend());
-  (void)cache.Load(neuron::rtd::ContentHash(body), "fuzz", body, /*uid=*/1000);
+  // The body is tried as each kind a loader may announce.
+  for (auto kind : {neuron::rtd::exec::ExecutableBodyKind::kEagerOp,
+                    neuron::rtd::exec::ExecutableBodyKind::kGraph}) {
+    neuron::rtd::exec::ExecutableCache cache(SharedBackend());
+    (void)cache.Load(neuron::rtd::ContentHash(body), "fuzz", body, kind, /*uid=*/1000);
+  }
   return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "neuron/rtd/eager_op.h"
+#include "neuron/rtd/graph_plan.h"
 #include "neuronrt/client.h"
 
 namespace neuronrt {
@@ -166,13 +167,22 @@ class Session {
   // DeviceInfo::stream_priority_levels levels); the daemon clamps it.
   absl::StatusOr<std::shared_ptr<Stream>> CreateStream(uint32_t core, int32_t priority = 0);
 
-  // Loads an eager-op executable (a serialized neuron.rtd.v1.ExecutableBody)
-  // into the daemon, once per host: when any process already loaded the same
-  // content, only its hash travels. The id is what Stream::Launch takes.
-  absl::StatusOr<uint64_t> LoadExecutable(std::string_view body, std::string_view name = {});
+  // What a serialized neuron.rtd.v1.ExecutableBody holds.
+  enum class ExecutableKind { kEagerOp, kGraph };
+  // Loads an executable (a serialized neuron.rtd.v1.ExecutableBody of
+  // `kind`) into the daemon, once per host: when any process already loaded
+  // the same content, only its hash travels. The id is what Stream::Launch
+  // takes.
+  absl::StatusOr<uint64_t> LoadExecutable(std::string_view body, std::string_view name = {},
+                                          ExecutableKind kind = ExecutableKind::kEagerOp);
   // Encodes `plan` and loads it as LoadExecutable does.
   absl::StatusOr<uint64_t> LoadEagerOp(const neuron::rtd::EagerOpPlan& plan,
                                        std::string_view name = {});
+  // Encodes a graph (torch.compile) and loads it as LoadExecutable does. A
+  // LAUNCH of it passes its inputs' addresses, then its outputs', at the
+  // address indices the plan gives.
+  absl::StatusOr<uint64_t> LoadGraph(const neuron::rtd::GraphPlan& plan,
+                                     std::string_view name = {});
   // Ends this session's hold on an executable: it may no longer launch it
   // (launches already running finish), and the daemon may evict it once no
   // session holds it. Call after the streams that launched it have synced.

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/hal/sim/aten_executable.h"
+#include "daemon/hal/sim/graph_executable.h"
 
 namespace neuron::rtd::hal::sim {
 
@@ -13,7 +14,12 @@ SimBackend::SimBackend(std::vector<std::unique_ptr<SimDevice>> devices)
 
 absl::StatusOr<std::unique_ptr<Executable>> SimBackend::PrepareExecutable(
     const ExecutableSpec& spec) {
-  return PrepareAtenExecutable(spec);
+  absl::StatusOr<std::unique_ptr<SimExecutable>> prepared =
+      std::holds_alternative<EagerOpPlan>(spec)
+          ? PrepareAtenExecutable(std::get<EagerOpPlan>(spec))
+          : PrepareGraphExecutable(std::get<GraphPlan>(spec));
+  if (!prepared.ok()) return prepared.status();
+  return std::unique_ptr<Executable>(*std::move(prepared));
 }
 
 absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& options,

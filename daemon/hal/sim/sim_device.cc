@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
-#include "daemon/hal/sim/aten_executable.h"
+#include "daemon/hal/sim/sim_executable.h"
 #include "daemon/hal/sim/aten_kernels.h"
 #include "neuron/rtd/abi/command_ring.h"
 
@@ -67,8 +67,11 @@ absl::Status SimDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
 
 absl::Status SimDevice::Dispatch(const Executable& executable, std::span<const uint64_t> bindings,
                                  std::span<const uint8_t> immediates) {
-  return DispatchAtenExecutable(*arena_, executable, bindings, immediates,
-                                max_launch_host_bytes_);
+  const auto* runnable = dynamic_cast<const SimExecutable*>(&executable);
+  if (runnable == nullptr) {
+    return absl::InvalidArgumentError("the executable was not prepared by the sim backend");
+  }
+  return runnable->Run(*arena_, bindings, immediates, max_launch_host_bytes_);
 }
 
 }  // namespace neuron::rtd::hal::sim

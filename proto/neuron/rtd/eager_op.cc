@@ -1,5 +1,7 @@
 #include "neuron/rtd/eager_op.h"
 
+#include "neuron/rtd/graph_plan.h"
+
 namespace neuron::rtd {
 
 uint32_t ElementBytes(int32_t dtype) {
@@ -31,6 +33,14 @@ uint64_t TensorExtentBytes(const TensorLayout& layout) {
     last += static_cast<uint64_t>(layout.sizes[dim] - 1) * static_cast<uint64_t>(layout.strides[dim]);
   }
   return (last + 1) * ElementBytes(layout.dtype);
+}
+
+uint64_t NodeResultCount(const GraphNode& node) {
+  uint64_t count = 0;
+  for (int32_t length : node.return_lengths) {
+    count += length <= kTensorReturn ? 1 : static_cast<uint64_t>(length);
+  }
+  return count;
 }
 
 }  // namespace neuron::rtd

@@ -52,11 +52,20 @@ struct DeviceValue {};
 
 using OptionalTensorLayouts = std::vector<std::optional<TensorLayout>>;
 
+// In a graph node only (graph_plan.h): a tensor value of the graph, by
+// number; an eager op has none.
+struct GraphValue {
+  uint32_t id = 0;
+  friend bool operator==(const GraphValue&, const GraphValue&) = default;
+};
+using GraphValues = std::vector<GraphValue>;
+using OptionalGraphValues = std::vector<std::optional<GraphValue>>;
+
 using OpValue =
     std::variant<NoneValue, TensorLayout, int64_t, double, bool, std::vector<int64_t>,
                  ScalarTypeValue, std::string, std::vector<TensorLayout>, ImmediateScalar,
                  GeneratorSeed, std::vector<bool>, std::vector<double>, OptionalTensorLayouts,
-                 ImmediateScalarList, DeviceValue>;
+                 ImmediateScalarList, DeviceValue, GraphValue, GraphValues, OptionalGraphValues>;
 
 struct EagerOpPlan {
   std::string name;      // "aten::add"

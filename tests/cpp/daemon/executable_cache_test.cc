@@ -57,7 +57,7 @@ class ExecutableCacheTest : public ::testing::Test {
 
   absl::StatusOr<LoadResult> Load(int64_t size, uid_t uid) {
     const std::string body = NegBody(size);
-    return cache_->Load(ContentHash(body), "neg", body, uid);
+    return cache_->Load(ContentHash(body), "neg", body, ExecutableBodyKind::kEagerOp, uid);
   }
 
   bool Cached(int64_t size) {

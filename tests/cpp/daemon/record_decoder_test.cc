@@ -132,9 +132,9 @@ TEST(RecordDecoderTest, FillAndLaunchAndMarkerFieldsAreChecked) {
   EXPECT_THAT(Decode(Record(NEURON_RTD_OP_FILL, &fill, sizeof(fill))).message(),
               HasSubstr("not a multiple of its 2-byte pattern"));
 
-  neuron_rtd_launch_payload launch{.executable_id = 1, .arg_count = 1000, .scalar_bytes = 0};
+  neuron_rtd_launch_payload launch{.executable_id = 1, .arg_count = 5000, .scalar_bytes = 0};
   EXPECT_THAT(Decode(Record(NEURON_RTD_OP_LAUNCH, &launch, sizeof(launch))).message(),
-              HasSubstr("1000 arguments exceed 256"));
+              HasSubstr("5000 arguments exceed 3840"));
   launch.arg_count = 2;
   EXPECT_THAT(Decode(Record(NEURON_RTD_OP_LAUNCH, &launch, sizeof(launch))).message(),
               HasSubstr("2 arguments and 0 scalar bytes need 32"));
@@ -149,8 +149,9 @@ TEST(RecordDecoderTest, FramingIsCheckedBeforeTheRecordIsCopied) {
   header.opcode = NEURON_RTD_OP_SIGNAL;
   header.length = 40;
   EXPECT_THAT(CheckRecordFraming(header, 4096, 4096).message(), HasSubstr("not a multiple of 32"));
-  header.length = 8192;
-  EXPECT_THAT(CheckRecordFraming(header, 16384, 16384).message(), HasSubstr("between 32 and 4096"));
+  header.length = 65536;
+  EXPECT_THAT(CheckRecordFraming(header, 131072, 131072).message(),
+              HasSubstr("between 32 and 32768"));
   header.length = 64;
   EXPECT_THAT(CheckRecordFraming(header, 32, 4096).message(), HasSubstr("exceeds the 32 bytes"));
   EXPECT_THAT(CheckRecordFraming(header, 4096, 32).message(), HasSubstr("must pad"));

@@ -142,7 +142,7 @@ TEST_F(DataPlaneTest, RecordsAsLargeAsTheSmallestRingGoThroughIt) {
   auto buffer = *session->Allocate(0, 4096);
   std::vector<uint64_t> addresses(NEURON_RTD_MAX_LAUNCH_ARGS, buffer.device_address);
   addresses[1] = buffer.device_address + 1024;
-  // Every address and as many scalars as fit: a record of nearly 4 KiB,
+  // Every address and as many scalars as fit: a record of nearly 32 KiB,
   // which after any other record must wait for the ring's end to be padded
   // and consumed (it once waited for more room than the ring has).
   std::vector<uint8_t> scalars(NEURON_RTD_MAX_RECORD_BYTES - 64 -

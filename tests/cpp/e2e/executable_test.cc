@@ -19,6 +19,7 @@
 #include "neuron/rtd/v1/runtime.grpc.pb.h"
 #include "absl/time/clock.h"
 #include "e2e/eager_op_builders.h"
+#include "e2e/executable_fixture.h"
 #include "neuronrt/session.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -30,41 +31,6 @@ namespace v1 = rtd::v1;
 using ::testing::HasSubstr;
 using testing::Body;
 using testing::Spec;
-
-class ExecutableTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    socket_ = dir_.Join("rtd.sock");
-    auto daemon = testing::StartDaemon({"--socket", socket_});
-    ASSERT_TRUE(daemon.ok()) << daemon.status();
-    daemon_ = *std::move(daemon);
-    auto session = neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
-    ASSERT_TRUE(session.ok()) << session.status();
-    session_ = *std::move(session);
-    buffer_ = *session_->Allocate(0, 1 << 20);
-    stream_ = *session_->CreateStream(0);
-  }
-
-  uint64_t At(uint64_t float_offset) const { return buffer_.device_address + float_offset * 4; }
-
-  void Upload(uint64_t float_offset, const std::vector<float>& values) {
-    ASSERT_TRUE(stream_->CopyToDevice(At(float_offset), values.data(), values.size() * 4).ok());
-  }
-
-  std::vector<float> Download(uint64_t float_offset, size_t count) {
-    std::vector<float> values(count);
-    absl::Status status = stream_->CopyToHost(values.data(), At(float_offset), count * 4);
-    EXPECT_TRUE(status.ok()) << status;
-    return values;
-  }
-
-  testing::TempDir dir_;
-  std::string socket_;
-  std::unique_ptr<testing::Subprocess> daemon_;
-  std::unique_ptr<neuronrt::Session> session_;
-  neuronrt::DeviceBuffer buffer_;
-  std::shared_ptr<neuronrt::Stream> stream_;
-};
 
 TEST_F(ExecutableTest, MatmulRunsThroughTheAtenDispatcher) {
   v1::EagerOp mm;
@@ -232,7 +198,7 @@ TEST_F(ExecutableTest, ScalarListsBeyondAnyRecordAreRefused) {
   rtd::EagerOpPlan plan{.name = "aten::_foreach_mul_", .overload = "ScalarList"};
   plan.arguments.emplace_back(std::vector<rtd::TensorLayout>{Layout({2}, {1}, 0)});
   plan.arguments.emplace_back(rtd::ImmediateScalarList{
-      .kind = rtd::ImmediateScalar::Kind::kDouble, .offset = 4000, .count = 100});
+      .kind = rtd::ImmediateScalar::Kind::kDouble, .offset = 32000, .count = 100});
   absl::StatusOr<uint64_t> id = session_->LoadEagerOp(plan);
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);

@@ -124,10 +124,10 @@ TEST_P(HalConformanceTest, BuiltinAddRuns) {
 }
 
 TEST_P(HalConformanceTest, PreparedExecutablesDispatchWithTheirBindings) {
-  ExecutableSpec spec;
-  spec.eager_op.name = "aten::mm";
-  spec.eager_op.arguments = {Layout({2, 2}, {2, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
-  spec.eager_op.outputs = {Layout({2, 2}, {2, 1}, 2)};
+  EagerOpPlan spec;
+  spec.name = "aten::mm";
+  spec.arguments = {Layout({2, 2}, {2, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
+  spec.outputs = {Layout({2, 2}, {2, 1}, 2)};
   absl::StatusOr<std::unique_ptr<Executable>> mm = backend_->PrepareExecutable(spec);
   ASSERT_TRUE(mm.ok()) << mm.status();
   EXPECT_EQ((*mm)->backend(), device_->info().backend);
@@ -143,26 +143,26 @@ TEST_P(HalConformanceTest, PreparedExecutablesDispatchWithTheirBindings) {
 }
 
 TEST_P(HalConformanceTest, SpecsThatDoNotFitTheirOperatorAreRefusedAtPreparation) {
-  ExecutableSpec unknown;
-  unknown.eager_op.name = "aten::no_such_operator";
+  EagerOpPlan unknown;
+  unknown.name = "aten::no_such_operator";
   EXPECT_EQ(backend_->PrepareExecutable(unknown).status().code(),
             absl::StatusCode::kInvalidArgument);
-  ExecutableSpec missing;
-  missing.eager_op.name = "aten::addmm";
+  EagerOpPlan missing;
+  missing.name = "aten::addmm";
   EXPECT_THAT(backend_->PrepareExecutable(missing).status().message(),
               HasSubstr("argument 0 (self) is missing"));
-  ExecutableSpec wrong_kind;
-  wrong_kind.eager_op.name = "aten::neg";
-  wrong_kind.eager_op.arguments = {int64_t{3}};
+  EagerOpPlan wrong_kind;
+  wrong_kind.name = "aten::neg";
+  wrong_kind.arguments = {int64_t{3}};
   EXPECT_THAT(backend_->PrepareExecutable(wrong_kind).status().message(),
               HasSubstr("argument 0 (self) of type Tensor"));
 }
 
 TEST_P(HalConformanceTest, OperatorErrorsCarryTheirTypeAndLeaveTheDeviceUsable) {
-  ExecutableSpec spec;
-  spec.eager_op.name = "aten::mm";
-  spec.eager_op.arguments = {Layout({2, 3}, {3, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
-  spec.eager_op.outputs = {Layout({2, 2}, {2, 1}, 2)};
+  EagerOpPlan spec;
+  spec.name = "aten::mm";
+  spec.arguments = {Layout({2, 3}, {3, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
+  spec.outputs = {Layout({2, 2}, {2, 1}, 2)};
   absl::StatusOr<std::unique_ptr<Executable>> mm = backend_->PrepareExecutable(spec);
   ASSERT_TRUE(mm.ok()) << mm.status();
   const uint64_t bindings[] = {At(0), At(16), At(32)};
@@ -171,6 +171,107 @@ TEST_P(HalConformanceTest, OperatorErrorsCarryTheirTypeAndLeaveTheDeviceUsable) 
   EXPECT_TRUE(status.GetPayload(kOperatorErrorTypePayload).has_value());
   Upload(0, {7});
   EXPECT_EQ(Download(0, 1), std::vector<float>{7});
+}
+
+// relu(a @ b) + a, written to output 2, and a's running update
+// a.copy_(a * 2) as a batch norm's statistics are written: four nodes.
+GraphPlan MatmulReluAddGraph() {
+  GraphPlan graph;
+  graph.name = "test";
+  graph.inputs = {Layout({2, 2}, {2, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
+  graph.nodes = {
+      GraphNode{.name = "aten::mm", .overload = "", .arguments = {GraphValue{0}, GraphValue{1}},
+                .return_lengths = {kTensorReturn}},                                    // value 2
+      GraphNode{.name = "aten::relu", .overload = "", .arguments = {GraphValue{2}},
+                .return_lengths = {kTensorReturn}},                                    // value 3
+      GraphNode{.name = "aten::add",
+                .overload = "Tensor",
+                .arguments = {GraphValue{3}, GraphValue{0}},
+                .return_lengths = {kTensorReturn}},                                    // value 4
+      GraphNode{.name = "aten::mul", .overload = "Scalar", .arguments = {GraphValue{1}, 2.0},
+                .return_lengths = {kTensorReturn}},                                    // value 5
+      GraphNode{.name = "aten::copy_", .overload = "", .arguments = {GraphValue{1}, GraphValue{5}},
+                .return_lengths = {kTensorReturn}},                                    // value 6
+  };
+  graph.outputs = {GraphOutput{.value = GraphValue{4}, .destination = Layout({2, 2}, {2, 1}, 2)}};
+  return graph;
+}
+
+TEST_P(HalConformanceTest, AGraphRunsItsNodesInOneDispatch) {
+  absl::StatusOr<std::unique_ptr<Executable>> graph =
+      backend_->PrepareExecutable(MatmulReluAddGraph());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  Upload(0, {1, -2, 3, 4});
+  Upload(16, {1, 0, 0, 1});
+  const uint64_t bindings[] = {At(0), At(16), At(32)};
+  ASSERT_TRUE(device_->Dispatch(**graph, bindings, {}).ok());
+  EXPECT_EQ(Download(32, 4), (std::vector<float>{2, -2, 6, 8}));
+  // The input it wrote in place.
+  EXPECT_EQ(Download(16, 4), (std::vector<float>{2, 0, 0, 2}));
+}
+
+TEST_P(HalConformanceTest, GraphsThatDoNotFitTheirOperatorsAreRefusedNamingTheNode) {
+  GraphPlan unknown = MatmulReluAddGraph();
+  unknown.nodes[1].name = "aten::no_such_operator";
+  EXPECT_THAT(backend_->PrepareExecutable(unknown).status().message(),
+              HasSubstr("graph 'test' node 1"));
+  GraphPlan wrong_returns = MatmulReluAddGraph();
+  wrong_returns.nodes[0].return_lengths = {2};
+  EXPECT_THAT(backend_->PrepareExecutable(wrong_returns).status().message(),
+              HasSubstr("node 0: aten::mm return 0 is a Tensor; the node declares a list of 2"));
+  GraphPlan address_argument = MatmulReluAddGraph();
+  address_argument.nodes[0].arguments[0] = Layout({2, 2}, {2, 1}, 0);
+  EXPECT_THAT(backend_->PrepareExecutable(address_argument).status().message(),
+              HasSubstr("node 0: aten::mm argument 0 (self) of type Tensor"));
+  GraphPlan random = MatmulReluAddGraph();
+  random.nodes[1] = GraphNode{.name = "aten::rand_like", .overload = "",
+                              .arguments = {GraphValue{2}}, .return_lengths = {kTensorReturn}};
+  EXPECT_THAT(backend_->PrepareExecutable(random).status().message(),
+              HasSubstr("random and the graph has no generator seed"));
+}
+
+TEST_P(HalConformanceTest, ANodesErrorNamesTheNodeAndLeavesTheDeviceUsable) {
+  GraphPlan graph = MatmulReluAddGraph();
+  graph.inputs[0] = Layout({2, 3}, {3, 1}, 0);
+  graph.nodes[2].arguments[1] = GraphValue{3};
+  absl::StatusOr<std::unique_ptr<Executable>> prepared = backend_->PrepareExecutable(graph);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  const uint64_t bindings[] = {At(0), At(16), At(32)};
+  absl::Status status = device_->Dispatch(**prepared, bindings, {});
+  EXPECT_THAT(status.message(), HasSubstr("graph 'test' node 0 (aten::mm): "));
+  EXPECT_THAT(status.message(), HasSubstr("cannot be multiplied"));
+  EXPECT_TRUE(status.GetPayload(kOperatorErrorTypePayload).has_value());
+  Upload(0, {7});
+  EXPECT_EQ(Download(0, 1), std::vector<float>{7});
+}
+
+TEST_P(HalConformanceTest, AGraphsRandomNumbersRepeatWithItsSeed) {
+  GraphPlan graph;
+  graph.name = "dropout";
+  graph.inputs = {Layout({64}, {1}, 0)};
+  graph.nodes = {GraphNode{.name = "aten::rand_like", .overload = "",
+                           .arguments = {GraphValue{0}}, .return_lengths = {kTensorReturn}},
+                 GraphNode{.name = "aten::rand_like", .overload = "",
+                           .arguments = {GraphValue{0}}, .return_lengths = {kTensorReturn}}};
+  graph.outputs = {GraphOutput{.value = GraphValue{1}, .destination = Layout({64}, {1}, 1)},
+                   GraphOutput{.value = GraphValue{2}, .destination = Layout({64}, {1}, 2)}};
+  graph.generator = GeneratorSeed{.offset = 0};
+  absl::StatusOr<std::unique_ptr<Executable>> prepared = backend_->PrepareExecutable(graph);
+  ASSERT_TRUE(prepared.ok()) << prepared.status();
+  auto run = [&](uint64_t seed, uint64_t first, uint64_t second) {
+    const uint64_t bindings[] = {At(0), At(first), At(second)};
+    EXPECT_TRUE(device_->Dispatch(**prepared, bindings,
+                                  {reinterpret_cast<const uint8_t*>(&seed), sizeof(seed)})
+                    .ok());
+  };
+  run(7, 64, 128);
+  run(7, 192, 256);
+  run(8, 320, 384);
+  EXPECT_EQ(Download(64, 64), Download(192, 64));
+  EXPECT_EQ(Download(128, 64), Download(256, 64));
+  // Two random nodes draw different numbers; another seed, others again.
+  EXPECT_NE(Download(64, 64), Download(128, 64));
+  EXPECT_NE(Download(64, 64), Download(320, 64));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HalConformanceTest, ::testing::ValuesIn(kBackends),

@@ -38,7 +38,9 @@
 #include <string.h>
 
 #define NEURON_RTD_ABI_VERSION_MAJOR 1u
-#define NEURON_RTD_ABI_VERSION_MINOR 1u
+/* 2: records of up to 32 KiB and launches of up to 3840 addresses (a
+ * compiled graph's inputs and outputs), rings of at least 32 KiB. */
+#define NEURON_RTD_ABI_VERSION_MINOR 2u
 
 /* "NRRG" and "NRCP", little-endian. */
 #define NEURON_RTD_RING_MAGIC 0x4752524eu
@@ -49,11 +51,12 @@
  * record header: the space left before the end of the ring always holds at
  * least a PAD record's header. */
 #define NEURON_RTD_RECORD_ALIGN 32u
-/* Bounds that the daemon enforces on every record. */
-#define NEURON_RTD_MAX_RECORD_BYTES 4096u
+/* Bounds that the daemon enforces on every record. The smallest ring holds
+ * the largest record. */
+#define NEURON_RTD_MAX_RECORD_BYTES 32768u
 #define NEURON_RTD_MAX_OP_NAME_BYTES 128u
-#define NEURON_RTD_MAX_LAUNCH_ARGS 256u
-#define NEURON_RTD_MIN_RING_BYTES 4096u
+#define NEURON_RTD_MAX_LAUNCH_ARGS 3840u
+#define NEURON_RTD_MIN_RING_BYTES 32768u
 #define NEURON_RTD_MAX_RING_BYTES (64u * 1024u * 1024u)
 
 #ifdef __cplusplus
@@ -404,6 +407,13 @@ NEURON_RTD_STATIC_ASSERT(offsetof(struct neuron_rtd_completion_slot, operator_er
                          "completion slot layout changed");
 NEURON_RTD_STATIC_ASSERT(NEURON_RTD_MAX_RECORD_BYTES % NEURON_RTD_RECORD_ALIGN == 0,
                          "record bound must be aligned");
+NEURON_RTD_STATIC_ASSERT(NEURON_RTD_MAX_RECORD_BYTES <= NEURON_RTD_MIN_RING_BYTES,
+                         "the smallest ring must hold the largest record");
+NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_record_header) +
+                                 sizeof(struct neuron_rtd_launch_payload) +
+                                 NEURON_RTD_MAX_LAUNCH_ARGS * 8u + NEURON_RTD_MAX_OP_NAME_BYTES <=
+                             NEURON_RTD_MAX_RECORD_BYTES,
+                         "a launch of the most addresses must fit in a record");
 
 #undef NEURON_RTD_STATIC_ASSERT
 

@@ -1,4 +1,4 @@
-#include "src/internal/eager_op_encoder.h"
+#include "src/internal/executable_encoder.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -82,7 +82,35 @@ struct ArgumentEncoder {
     encoded->set_count(list.count);
   }
   void operator()(const neuron::rtd::DeviceValue&) const { out.set_device(true); }
+  void operator()(const neuron::rtd::GraphValue& value) const { out.set_graph_value(value.id); }
+  void operator()(const neuron::rtd::GraphValues& values) const {
+    for (const neuron::rtd::GraphValue& value : values) {
+      out.mutable_graph_value_list()->add_values(value.id);
+    }
+  }
+  void operator()(const neuron::rtd::OptionalGraphValues& values) const {
+    v1::OptionalGraphValueList* list = out.mutable_optional_graph_value_list();
+    for (const std::optional<neuron::rtd::GraphValue>& value : values) {
+      v1::OptionalGraphValue* item = list->add_items();
+      if (value) {
+        item->set_ref(value->id);
+      } else {
+        item->set_none(true);
+      }
+    }
+  }
 };
+
+std::string Serialize(const v1::ExecutableBody& body) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    body.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
 
 }  // namespace
 
@@ -99,14 +127,30 @@ std::string EncodeEagerOp(const neuron::rtd::EagerOpPlan& plan) {
   if (plan.default_generator) {
     op->mutable_default_generator()->set_offset(plan.default_generator->offset);
   }
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    body.SerializeToCodedStream(&coded);
+  return Serialize(body);
+}
+
+std::string EncodeGraph(const neuron::rtd::GraphPlan& plan) {
+  v1::ExecutableBody body;
+  v1::GraphExecutable* graph = body.mutable_graph();
+  graph->set_name(plan.name);
+  for (const TensorLayout& input : plan.inputs) ToSpec(input, *graph->add_inputs());
+  for (const neuron::rtd::GraphNode& node : plan.nodes) {
+    v1::GraphNode* encoded = graph->add_nodes();
+    encoded->set_name(node.name);
+    encoded->set_overload(node.overload);
+    for (const OpValue& argument : node.arguments) {
+      std::visit(ArgumentEncoder{*encoded->add_arguments()}, argument);
+    }
+    encoded->mutable_return_lengths()->Add(node.return_lengths.begin(), node.return_lengths.end());
   }
-  return bytes;
+  for (const neuron::rtd::GraphOutput& output : plan.outputs) {
+    v1::GraphOutput* encoded = graph->add_outputs();
+    encoded->set_value(output.value.id);
+    ToSpec(output.destination, *encoded->mutable_destination());
+  }
+  if (plan.generator) graph->mutable_generator()->set_offset(plan.generator->offset);
+  return Serialize(body);
 }
 
 }  // namespace neuronrt::internal

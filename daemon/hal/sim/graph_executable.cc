@@ -1,0 +1,221 @@
+#include "daemon/hal/sim/graph_executable.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/InferenceMode.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "daemon/hal/sim/internal/aten_call.h"
+#include "daemon/hal/sim/launch_host_budget.h"
+
+namespace neuron::rtd::hal::sim {
+namespace {
+
+using internal::ArgumentSource;
+using internal::PreparedCall;
+
+struct PreparedNode {
+  PreparedCall call;
+  // Its first value's number; it adds `result_count` values.
+  uint32_t first_value = 0;
+  uint32_t result_count = 0;
+  // Values no later node or output reads: dropped once this node has run,
+  // so that the graph's temporaries do not all live to its end.
+  std::vector<uint32_t> last_used_here;
+};
+
+class GraphExecutable final : public SimExecutable {
+ public:
+  explicit GraphExecutable(GraphPlan spec) : plan(std::move(spec)) {}
+
+  absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
+                   std::span<const uint8_t> immediates, uint64_t max_host_bytes) const override;
+
+  const GraphPlan plan;
+  std::vector<PreparedNode> nodes;
+  uint32_t value_count = 0;
+
+ private:
+  absl::Status Interpret(HbmArena& arena, std::span<const uint64_t> bindings,
+                         std::span<const uint8_t> immediates) const;
+  std::string Where(size_t node) const {
+    return absl::StrFormat("graph '%s' node %d (%s)", plan.name, node, nodes[node].call.qualified);
+  }
+};
+
+// The values a node's arguments read.
+void ForEachValue(const OpValue& argument, const std::function<void(uint32_t)>& visit) {
+  if (const auto* value = std::get_if<GraphValue>(&argument)) {
+    visit(value->id);
+  } else if (const auto* values = std::get_if<GraphValues>(&argument)) {
+    for (GraphValue each : *values) visit(each.id);
+  } else if (const auto* optional = std::get_if<OptionalGraphValues>(&argument)) {
+    for (const std::optional<GraphValue>& each : *optional) {
+      if (each) visit(each->id);
+    }
+  }
+}
+
+absl::Status CheckReturns(const PreparedCall& call, const GraphNode& node) {
+  const std::vector<c10::Argument>& returns = call.op.schema().returns();
+  if (returns.size() != node.return_lengths.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "returns %d values; the node declares %d", returns.size(), node.return_lengths.size()));
+  }
+  for (size_t r = 0; r < returns.size(); ++r) {
+    c10::TypePtr type = returns[r].real_type();
+    if (const auto optional = type->cast<c10::OptionalType>()) type = optional->getElementType();
+    const bool tensor = type->kind() == c10::TypeKind::TensorType;
+    const bool tensor_list =
+        type->kind() == c10::TypeKind::ListType &&
+        type->castRaw<c10::ListType>()->getElementType()->kind() == c10::TypeKind::TensorType;
+    if (!tensor && !tensor_list) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "return %d is a %s; a graph's values are tensors", r, returns[r].type()->str()));
+    }
+    if (tensor != (node.return_lengths[r] == kTensorReturn)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "return %d is a %s; the node declares %s", r, returns[r].type()->str(),
+          node.return_lengths[r] == kTensorReturn
+              ? std::string("a Tensor")
+              : absl::StrFormat("a list of %d", node.return_lengths[r])));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphExecutable::Interpret(HbmArena& arena, std::span<const uint64_t> bindings,
+                                        std::span<const uint8_t> immediates) const {
+  std::vector<at::Tensor> values(value_count);
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    absl::StatusOr<at::Tensor> input = internal::WrapLayout(arena, plan.inputs[i], bindings);
+    if (!input.ok()) return input.status();
+    values[i] = *std::move(input);
+  }
+  const internal::LaunchInputs inputs{
+      .arena = arena, .bindings = bindings, .immediates = immediates, .values = values};
+  torch::jit::Stack stack;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const PreparedNode& node = nodes[n];
+    stack.clear();
+    if (absl::Status pushed =
+            internal::PushArguments(node.call, plan.nodes[n].arguments, inputs, stack);
+        !pushed.ok()) {
+      return absl::Status(pushed.code(), absl::StrFormat("%s: %s", Where(n), pushed.message()));
+    }
+    try {
+      node.call.op.callBoxed(stack);
+    } catch (const c10::Error& error) {
+      return internal::OperatorError(
+          error, absl::StrFormat("%s: %s", Where(n), error.what_without_backtrace()));
+    } catch (const std::exception& error) {
+      return internal::OperatorError(error, absl::StrFormat("%s: %s", Where(n), error.what()));
+    }
+    std::vector<at::Tensor> results = internal::FlattenResults(stack);
+    if (results.size() != node.result_count) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s returned %d tensors; the graph expects %d", Where(n), results.size(),
+          node.result_count));
+    }
+    for (uint32_t r = 0; r < node.result_count; ++r) {
+      values[node.first_value + r] = std::move(results[r]);
+    }
+    for (uint32_t id : node.last_used_here) values[id] = at::Tensor();
+  }
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    const GraphOutput& output = plan.outputs[i];
+    absl::StatusOr<at::Tensor> destination =
+        internal::WrapLayout(arena, output.destination, bindings);
+    if (!destination.ok()) return destination.status();
+    const at::Tensor& result = values[output.value.id];
+    if (!result.defined()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "graph '%s' output %d (value %d) is undefined", plan.name, i, output.value.id));
+    }
+    if (!destination->sizes().equals(result.sizes())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "graph '%s' output %d has sizes %s; the executable expects %s", plan.name, i,
+          c10::str(result.sizes()), c10::str(destination->sizes())));
+    }
+    destination->copy_(result);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphExecutable::Run(HbmArena& arena, std::span<const uint64_t> bindings,
+                                  std::span<const uint8_t> immediates,
+                                  uint64_t max_host_bytes) const {
+  try {
+    LaunchHostBudget budget(max_host_bytes);
+    // The sim runs the CPU kernels themselves: no autograd, no views kept.
+    c10::InferenceMode inference;
+    if (!plan.generator) return Interpret(arena, bindings, immediates);
+    absl::StatusOr<uint64_t> seed = internal::ReadSeed(immediates, plan.generator->offset);
+    if (!seed.ok()) return seed.status();
+    absl::Status status;
+    internal::WithSeededDefaultGenerator(
+        *seed, [&] { status = Interpret(arena, bindings, immediates); });
+    return status;
+  } catch (const c10::Error& error) {
+    // Copying an output or freeing a value can still throw (out of memory).
+    return internal::OperatorError(
+        error, absl::StrFormat("graph '%s': %s", plan.name, error.what_without_backtrace()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(const GraphPlan& plan) {
+  auto executable = std::make_unique<GraphExecutable>(plan);
+  uint64_t values = plan.inputs.size();
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    const GraphNode& node = plan.nodes[n];
+    auto refuse = [&](const absl::Status& why) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("graph '%s' node %d: %s", plan.name, n, why.message()));
+    };
+    absl::StatusOr<PreparedCall> call =
+        internal::PrepareCall(node.name, node.overload, node.arguments,
+                              ArgumentSource::kGraphValues);
+    if (!call.ok()) return refuse(call.status());
+    if (absl::Status returns = CheckReturns(*call, node); !returns.ok()) {
+      return refuse(absl::InvalidArgumentError(
+          absl::StrFormat("%s %s", call->qualified, returns.message())));
+    }
+    if (call->op.hasTag(at::Tag::nondeterministic_seeded) && !plan.generator) {
+      return refuse(absl::InvalidArgumentError(absl::StrFormat(
+          "%s is random and the graph has no generator seed", call->qualified)));
+    }
+    const uint64_t count = NodeResultCount(node);
+    executable->nodes.push_back(PreparedNode{.call = *std::move(call),
+                                             .first_value = static_cast<uint32_t>(values),
+                                             .result_count = static_cast<uint32_t>(count)});
+    values += count;
+  }
+  executable->value_count = static_cast<uint32_t>(values);
+  // Each value's last reader: a node, or the outputs (never dropped).
+  constexpr int64_t kReadByOutputs = -2;
+  constexpr int64_t kNeverRead = -1;
+  std::vector<int64_t> last_reader(values, kNeverRead);
+  for (size_t n = 0; n < plan.nodes.size(); ++n) {
+    for (const OpValue& argument : plan.nodes[n].arguments) {
+      ForEachValue(argument, [&](uint32_t id) { last_reader[id] = static_cast<int64_t>(n); });
+    }
+  }
+  for (const GraphOutput& output : plan.outputs) last_reader[output.value.id] = kReadByOutputs;
+  for (size_t n = 0; n < executable->nodes.size(); ++n) {
+    PreparedNode& node = executable->nodes[n];
+    // A result nothing reads goes as soon as its node has run.
+    for (uint32_t r = 0; r < node.result_count; ++r) {
+      if (last_reader[node.first_value + r] == kNeverRead) node.last_used_here.push_back(node.first_value + r);
+    }
+  }
+  for (uint64_t id = 0; id < values; ++id) {
+    if (last_reader[id] >= 0) executable->nodes[last_reader[id]].last_used_here.push_back(id);
+  }
+  return executable;
+}
+
+}  // namespace neuron::rtd::hal::sim
