@@ -61,6 +61,7 @@ if _C is not None:
 
 __all__ = [
     "Event",
+    "compiled_graphs",
     "Stream",
     "current_device",
     "current_stream",
@@ -82,6 +83,17 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def compiled_graphs():
+    """The graphs ``torch.compile(backend="neuron")`` compiled in this
+    process, oldest first: each a dict with its ``name``, ``nodes``,
+    ``launches`` so far and ``client_nodes`` (why nodes of it run eagerly on
+    the client; empty when the whole graph is one executable)."""
+    import sys
+
+    dynamo = sys.modules.get("torch_neuronx._dynamo")
+    return dynamo.compiled_graphs() if dynamo is not None else []
 
 
 def get_fallback_ops():
@@ -121,6 +133,9 @@ def _register():
     _torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
+    from torch_neuronx import _flex_attention
+
+    _flex_attention.enable()
 
 
 _register()

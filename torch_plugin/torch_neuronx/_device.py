@@ -10,11 +10,35 @@ from torch_neuronx import _C
 _initialized = False
 
 
-def _lazy_init():
+def _open():
+    """Opens the session with neuron-rtd (starting a per-user daemon when
+    none answers), once."""
     global _initialized
     if not _initialized:
         _C._init()
         _initialized = True
+
+
+def _lazy_init():
+    """PyTorch calls this before it first uses the device, including to ask
+    for the current stream, which torch.compile does while tracing even a
+    CPU-only program: it must not start neuron-rtd. The session opens at the
+    device's first real use instead (an allocation, a stream, an operator:
+    they open it in the native backend)."""
+
+
+_INDUCTOR_LOOKUPS = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen",
+                     "WrapperFxCodegen")
+
+
+def __getattr__(name):
+    # TorchInductor looks these up on the device module; it gets a clear
+    # refusal (torch_neuronx/_dynamo/_inductor_refusal.py).
+    if name in _INDUCTOR_LOOKUPS:
+        from torch_neuronx._dynamo import _inductor_refusal
+
+        return getattr(_inductor_refusal, name)
+    raise AttributeError(f"module 'torch.neuron' has no attribute {name!r}")
 
 
 def is_initialized():
@@ -27,9 +51,15 @@ def _is_in_bad_fork():
 
 
 def is_available():
-    """True when a daemon answers (or can be started) and gives this process
-    at least one NeuronCore. Never raises."""
-    return _C._device_count() > 0
+    """True when the device can be used: once it is in use, when the session
+    has at least one NeuronCore; before, when a daemon answers or can be
+    started (asked once, then remembered). Never raises, never starts a
+    daemon nor opens a session: PyTorch asks it for every operator it
+    traces, so it must cost nothing and touch nothing (a CPU-only
+    torch.compile must not start neuron-rtd)."""
+    if _C._is_initialized():
+        return _C._device_count() > 0
+    return _C._reachable()
 
 
 def device_count():
@@ -54,7 +84,7 @@ def _index(device):
 
 
 def set_device(device):
-    _lazy_init()
+    _open()
     torch.accelerator.set_device_index(_index(device))
 
 
@@ -80,7 +110,7 @@ class device:
 def synchronize(device=None):
     """Waits for every stream of the device; raises the first asynchronous
     error (with the failing operator's name) if one happened."""
-    _lazy_init()
+    _open()
     _C._synchronize(_index(device))
 
 
@@ -95,7 +125,7 @@ class Stream(torch.Stream):
     shared")."""
 
     def __new__(cls, device=None, priority=0, **kwargs):
-        _lazy_init()
+        _open()
         if "stream_id" in kwargs:
             return super().__new__(cls, **kwargs)
         return super().__new__(cls, device=torch.device("neuron", _index(device)), priority=priority)
@@ -107,7 +137,7 @@ class Stream(torch.Stream):
     @staticmethod
     def priority_range():
         """(lowest, highest) priority, as ``torch.cuda.Stream.priority_range()``."""
-        _lazy_init()
+        _open()
         return _C._stream_priority_range()
 
 
@@ -116,7 +146,7 @@ class Event(torch.Event):
     ``torch.Event(device="neuron")``."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        _lazy_init()
+        _open()
         return super().__new__(
             cls, device="neuron", enable_timing=enable_timing, blocking=blocking,
             interprocess=interprocess,
@@ -124,18 +154,18 @@ class Event(torch.Event):
 
 
 def current_stream(device=None):
-    _lazy_init()
+    _open()
     return torch.accelerator.current_stream(_index(device))
 
 
 def default_stream(device=None):
-    _lazy_init()
+    _open()
     stream_id, device_index, device_type = _C._default_stream(_index(device))
     return torch.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
 
 
 def set_stream(stream):
-    _lazy_init()
+    _open()
     torch.accelerator.set_stream(stream)
 
 
@@ -145,7 +175,7 @@ def stream(stream):
     if stream is None:
         yield
         return
-    _lazy_init()
+    _open()
     previous = torch.accelerator.current_stream(stream.device_index)
     torch.accelerator.set_stream(stream)
     try:
@@ -200,7 +230,7 @@ class _NeuronDeviceProperties:
 
 
 def get_device_properties(device=None):
-    _lazy_init()
+    _open()
     return _NeuronDeviceProperties(_C._device_properties(_index(device)))
 
 
@@ -217,7 +247,7 @@ def get_device_capability(device=None):
 # Random numbers: one generator per device, seeded by torch.manual_seed.
 
 def _generator(index):
-    _lazy_init()
+    _open()
     return _C._default_generator(index)
 
 
@@ -279,7 +309,7 @@ def _flatten(prefix, value, out):
 def memory_stats(device=None):
     """Statistics of the caching allocator, flattened as CUDA's are
     ("allocated_bytes.all.current", ...)."""
-    _lazy_init()
+    _open()
     out = {}
     _flatten("", _C._memory_stats(_index(device)), out)
     return dict(sorted(out.items()))
@@ -303,7 +333,7 @@ def max_memory_reserved(device=None):
 
 def mem_get_info(device=None):
     """(free, total) bytes of the device's HBM, across all processes."""
-    _lazy_init()
+    _open()
     return tuple(_C._memory_info(_index(device)))
 
 
@@ -314,12 +344,12 @@ def empty_cache():
 
 
 def reset_peak_memory_stats(device=None):
-    _lazy_init()
+    _open()
     _C._reset_peak_memory_stats(_index(device))
 
 
 def reset_accumulated_memory_stats(device=None):
-    _lazy_init()
+    _open()
     _C._reset_accumulated_memory_stats(_index(device))
 
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "csrc/aten/GenericOp.h"
+#include "csrc/python/CompiledGraphBindings.h"
 #include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
@@ -101,6 +102,10 @@ PYBIND11_MODULE(_C, m) {
     (void)GetRuntime();
   });
   m.def("_is_initialized", [] { return Runtime::GetIfOpen() != nullptr; });
+  m.def("_reachable", [] {
+    py::gil_scoped_release no_gil;
+    return Runtime::Reachable();
+  });
   m.def("_is_in_bad_fork", &Runtime::InBadFork);
   m.def("_session_info", [] {
     Runtime& runtime = GetRuntime();
@@ -165,6 +170,7 @@ PYBIND11_MODULE(_C, m) {
     NeuronAllocator().resetAccumulatedStats(device);
   });
   m.def("_manual_seed_all", [](uint64_t seed) { ManualSeedAll(seed); });
+  BindCompiledGraph(m);
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(DefaultGenerator(device)));

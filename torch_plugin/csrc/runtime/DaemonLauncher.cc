@@ -10,12 +10,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "neuron/rtd/socket_paths.h"
@@ -109,10 +112,18 @@ LaunchOptions LaunchOptionsFromEnvironment(std::string daemon_binary) {
   return options;
 }
 
-absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& options) {
+namespace {
+
+// Where a daemon answers, or where one would be started (`answers` false).
+struct FoundAddress {
+  neuronrt::DaemonAddress address;
+  bool answers = false;
+};
+
+absl::StatusOr<FoundAddress> FindDaemon() {
   absl::StatusOr<neuronrt::DaemonAddress> address = neuronrt::ResolveDaemonAddress();
   if (!address.ok()) return address.status();
-  if (Answers(*address)) return address;
+  if (Answers(*address)) return FoundAddress{.address = *address, .answers = true};
   if (address->origin == "system socket") {
     // A system socket nobody serves: a user cannot start the system daemon,
     // so the per-user one is started instead.
@@ -120,8 +131,39 @@ absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& option
     address = neuronrt::DaemonAddress{.target = "unix:" + path,
                                       .socket_path = path,
                                       .origin = std::string(kPerUserInsteadOfSystem)};
-    if (Answers(*address)) return address;
   }
+  return FoundAddress{.address = *address, .answers = Answers(*address)};
+}
+
+std::string BinaryOf(const LaunchOptions& options) {
+  return options.daemon_binary.empty() ? "neuron-rtd" : options.daemon_binary;
+}
+
+}  // namespace
+
+bool DaemonAnswersOrCanStart(const LaunchOptions& options) {
+  absl::StatusOr<FoundAddress> found = FindDaemon();
+  if (!found.ok()) return false;
+  if (found->answers) return true;
+  if (!options.autostart) return false;
+  const std::string binary = BinaryOf(options);
+  // A bare name is looked up on PATH when it is started.
+  if (binary.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    for (absl::string_view directory : absl::StrSplit(path == nullptr ? "" : path, ':')) {
+      const std::string candidate = absl::StrCat(directory, "/", binary);
+      if (::access(candidate.c_str(), X_OK) == 0) return true;
+    }
+    return false;
+  }
+  return ::access(binary.c_str(), X_OK) == 0;
+}
+
+absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& options) {
+  absl::StatusOr<FoundAddress> found = FindDaemon();
+  if (!found.ok()) return found.status();
+  if (found->answers) return found->address;
+  std::optional<neuronrt::DaemonAddress> address = found->address;
   if (!options.autostart) {
     return absl::UnavailableError(absl::StrFormat(
         "no neuron-rtd answers at %s (%s) and NEURON_RTD_AUTOSTART=0. Start one with "
@@ -142,7 +184,7 @@ absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& option
     }
   }
   const std::string log_path = address->socket_path + ".log";
-  const std::string binary = options.daemon_binary.empty() ? "neuron-rtd" : options.daemon_binary;
+  const std::string binary = BinaryOf(options);
   const std::vector<std::string> argv = {
       binary, "--socket", address->socket_path, "--idle-exit",
       std::to_string(options.idle_exit_seconds)};
@@ -165,7 +207,7 @@ absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& option
                "torch_neuronx: no neuron-rtd was running; started a per-user one on the "
                "simulated device at %s (log %s; it exits after %d s without sessions)\n",
                address->target.c_str(), log_path.c_str(), options.idle_exit_seconds);
-  return address;
+  return *address;
 }
 
 }  // namespace torch_neuronx

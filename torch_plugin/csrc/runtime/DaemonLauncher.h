@@ -32,6 +32,11 @@ LaunchOptions LaunchOptionsFromEnvironment(std::string daemon_binary);
 // Without autostart: UNAVAILABLE saying how to start one.
 absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& options);
 
+// Whether the device can be used without starting anything now: a daemon
+// answers, or autostart is on and the daemon binary is there to start one.
+// Never starts a daemon and opens no session (torch.neuron.is_available()).
+bool DaemonAnswersOrCanStart(const LaunchOptions& options);
+
 // Whether a session must be opened with `address` given explicitly: only
 // when EnsureDaemon chose another socket than the client's own resolution
 // would (so that errors otherwise name where the address came from).

@@ -13,12 +13,20 @@ namespace {
 class NeuronHooks final : public at::PrivateUse1HooksInterface {
  public:
   bool isBuilt() const override { return true; }
-  bool isAvailable() const override { return DeviceCountNoThrow() > 0; }
+  // Never opens a session: PyTorch asks while tracing CPU-only programs.
+  bool isAvailable() const override {
+    Runtime* runtime = Runtime::GetIfOpen();
+    return runtime != nullptr ? runtime->device_count() > 0 : Runtime::Reachable();
+  }
   c10::DeviceIndex deviceCount() const override { return DeviceCountNoThrow(); }
   bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override {
     return Runtime::GetIfOpen() != nullptr;
   }
-  void init() const override { (void)GetRuntime(); }
+  // The session opens at the device's first real use (an allocation, a
+  // stream, an operator), not here: PyTorch initializes the device to ask
+  // for its current stream, which torch.compile does while tracing even a
+  // CPU-only program, and that must not start neuron-rtd.
+  void init() const override {}
   void setCurrentDevice(c10::DeviceIndex device) const override { SetCurrentDevice(device); }
   c10::DeviceIndex getCurrentDevice() const override { return CurrentDevice(); }
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {

@@ -52,6 +52,23 @@ Runtime* Runtime::GetIfOpen() {
   return InBadFork() ? nullptr : opened.load(std::memory_order_acquire);
 }
 
+bool Runtime::Reachable() {
+  if (InBadFork()) return false;
+  if (GetIfOpen() != nullptr) return true;
+  // Asked once: a probe is a connection and an RPC, and PyTorch asks for
+  // every operator it traces.
+  static std::atomic<int> reachable{-1};
+  if (const int known = reachable.load(std::memory_order_acquire); known >= 0) return known == 1;
+  std::string binary;
+  {
+    absl::MutexLock lock(&open_mutex);
+    if (daemon_binary != nullptr) binary = *daemon_binary;
+  }
+  const bool found = DaemonAnswersOrCanStart(LaunchOptionsFromEnvironment(std::move(binary)));
+  reachable.store(found ? 1 : 0, std::memory_order_release);
+  return found;
+}
+
 absl::StatusOr<Runtime*> Runtime::Get() {
   if (InBadFork()) {
     return absl::FailedPreconditionError(

@@ -39,6 +39,10 @@ class Runtime {
   static absl::StatusOr<Runtime*> Get();
   // The runtime when it is already open; nullptr otherwise. Never connects.
   static Runtime* GetIfOpen();
+  // Whether Get() can succeed without starting anything now: the runtime is
+  // open, a daemon answers, or one can be started (DaemonAnswersOrCanStart;
+  // asked once, then remembered). Opens no session, starts no daemon.
+  static bool Reachable();
   // Where autostart finds neuron-rtd (the copy inside the wheel). Call
   // before first use.
   static void SetDaemonBinary(std::string path);

@@ -1,0 +1,252 @@
+"""torch.compile(backend="neuron"): graphs captured by TorchDynamo and
+AOTAutograd, run by neuron-rtd as graph executables, against eager PyTorch
+on the CPU."""
+
+import copy
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+import torch_neuronx
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    yield
+    torch._dynamo.reset()
+
+
+def _graphs_since(count):
+    return torch_neuronx.compiled_graphs()[count:]
+
+
+class Transformer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 32)
+        self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(32, 100)
+
+    def forward(self, tokens):
+        return self.head(self.layer(self.embed(tokens)))
+
+
+def test_importing_torch_neither_imports_dynamo_nor_registers_the_backend_by_hand(run_python):
+    result = run_python(
+        "import sys, torch, torch_neuronx\n"
+        "assert 'torch._dynamo' not in sys.modules, 'import torch imported torch._dynamo'\n"
+        "import torch._dynamo\n"
+        "assert 'neuron' in torch._dynamo.list_backends(exclude_tags=())\n"
+        "assert torch._dynamo.lookup_backend('neuron').__name__ == 'neuron_backend'\n"
+        "print('ok')\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_the_announcements_loop_trains_as_the_cpu_does():
+    torch.manual_seed(0)
+    reference = Transformer()
+    model = copy.deepcopy(reference).to("neuron")
+    torch.compiler.set_default_backend("neuron")
+    try:
+        model.compile()
+        tokens = torch.randint(0, 100, (4, 16))
+        targets = torch.randint(0, 100, (4, 16))
+        losses = {}
+        for name, net, device in (("cpu", reference, "cpu"), ("neuron", model, "neuron")):
+            optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
+            losses[name] = []
+            for _ in range(4):
+                optimizer.zero_grad()
+                logits = net(tokens.to(device))
+                loss = nn.functional.cross_entropy(logits.flatten(0, 1),
+                                                   targets.to(device).flatten())
+                loss.backward()
+                optimizer.step()
+                losses[name].append(loss.item())
+    finally:
+        torch.compiler.set_default_backend("inductor")
+    torch.testing.assert_close(losses["neuron"], losses["cpu"], rtol=1e-4, atol=0)
+    for (name, trained), expected in zip(model.named_parameters(), reference.parameters()):
+        trained, expected = trained.detach().cpu(), expected.detach()
+        if name == "layer.self_attn.in_proj_bias":
+            # The keys' bias has a zero gradient up to rounding (softmax
+            # ignores a shift all keys share), and Adam turns that noise
+            # into steps of the learning rate: compare the rest.
+            trained = torch.cat([trained[:32], trained[64:]])
+            expected = torch.cat([expected[:32], expected[64:]])
+        torch.testing.assert_close(trained, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_forward_and_backward_are_one_launch_each():
+    before = len(torch_neuronx.compiled_graphs())
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).to("neuron")
+    compiled = torch.compile(model, backend="neuron")
+    for _ in range(3):
+        compiled(torch.randn(5, 8, device="neuron")).sum().backward()
+    graphs = _graphs_since(before)
+    assert [graph["name"].split("_")[0] for graph in graphs] == ["forward", "backward"]
+    assert [graph["launches"] for graph in graphs] == [3, 3]
+    assert all(graph["client_nodes"] == [] for graph in graphs)
+
+
+def test_batch_norm_updates_its_running_statistics_as_in_eager():
+    torch.manual_seed(0)
+    reference = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())
+    model = copy.deepcopy(reference).to("neuron")
+    compiled = torch.compile(model, backend="neuron")
+    x = torch.randn(4, 3, 10, 10)
+    for _ in range(2):
+        compiled(x.to("neuron")).mean().backward()
+        reference(x).mean().backward()
+    bn, bn_ref = model[1], reference[1]
+    torch.testing.assert_close(bn.running_mean.cpu(), bn_ref.running_mean)
+    torch.testing.assert_close(bn.running_var.cpu(), bn_ref.running_var)
+    assert bn.num_batches_tracked.item() == 2
+    torch.testing.assert_close(model[0].weight.grad.cpu(), reference[0].weight.grad, rtol=1e-4,
+                               atol=1e-5)
+    model.eval()
+    reference.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x.to("neuron")).cpu(), reference(x), rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_graph_breaks_give_several_graphs():
+    def function(x):
+        y = x.sin() * 2
+        torch._dynamo.graph_break()
+        return y.cos() + 1
+
+    before = len(torch_neuronx.compiled_graphs())
+    x = torch.randn(8)
+    result = torch.compile(function, backend="neuron")(x.to("neuron"))
+    torch.testing.assert_close(result.cpu(), function(x))
+    assert len(_graphs_since(before)) == 2
+
+
+def test_random_operators_repeat_under_manual_seed():
+    model = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5)).to("neuron")
+    compiled = torch.compile(model, backend="neuron")
+    x = torch.randn(8, 16, device="neuron")
+    torch.manual_seed(3)
+    first = compiled(x).cpu()
+    torch.manual_seed(3)
+    again = compiled(x).cpu()
+    other = compiled(x).cpu()
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
+    assert not torch.equal(first, other)
+    assert 0.3 < (first == 0).float().mean().item() < 0.7
+
+
+def test_graphs_that_mix_cpu_and_device_tensors_run_their_cpu_part_on_the_client():
+    def function(x, bias):
+        return (x * 2).cpu() + bias, x.sin()
+
+    before = len(torch_neuronx.compiled_graphs())
+    x, bias = torch.randn(3), torch.randn(3)
+    on_cpu, on_device = torch.compile(function, backend="neuron")(x.to("neuron"), bias)
+    assert on_cpu.device.type == "cpu" and on_device.device.type == "neuron"
+    torch.testing.assert_close(on_cpu, x * 2 + bias)
+    torch.testing.assert_close(on_device.cpu(), x.sin())
+    (graph,) = _graphs_since(before)
+    assert any("a tensor on cpu" in reason for reason in graph["client_nodes"])
+    assert graph["launches"] == 1
+
+
+def test_a_new_shape_compiles_again_and_each_shape_is_cached():
+    def function(x):
+        return (x @ x.t()).relu().sum(0)
+
+    compiled = torch.compile(function, backend="neuron")
+
+    def run(rows):
+        x = torch.randn(rows, 5)
+        torch.testing.assert_close(compiled(x.to("neuron")).cpu(), function(x), rtol=1e-5,
+                                   atol=1e-5)
+
+    # The first shape compiles twice: once in Dynamo's static graph, once
+    # more when a second shape has made Dynamo's graph dynamic.
+    for rows in (4, 8, 16, 4):
+        run(rows)
+    graphs = len(torch_neuronx.compiled_graphs())
+    for rows in (16, 4, 8, 16):
+        run(rows)
+    assert len(torch_neuronx.compiled_graphs()) == graphs
+
+
+def test_python_numbers_and_module_constants_in_graphs():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("offset", torch.arange(4.0))
+
+        def forward(self, x):
+            return torch.where(x > 0, x * 3, 0.5) + self.offset + 2
+
+    model = Scaled()
+    x = torch.randn(2, 4)
+    before = len(torch_neuronx.compiled_graphs())
+    result = torch.compile(model.to("neuron"), backend="neuron")(x.to("neuron"))
+    torch.testing.assert_close(result.cpu(), Scaled()(x))
+    assert all(graph["client_nodes"] == [] for graph in _graphs_since(before))
+
+
+def test_an_operators_error_raises_at_the_call_with_the_cpus_type():
+    def function(x):
+        return torch.histc(x, bins=4)  # histogram_cpu has no int kernel
+
+    x = torch.arange(8, dtype=torch.int32)
+    with pytest.raises(RuntimeError) as on_cpu:
+        function(x)
+    with pytest.raises(type(on_cpu.value), match="histc"):
+        torch.compile(function, backend="neuron")(x.to("neuron"))
+    # The process goes on.
+    torch.testing.assert_close((x.to("neuron") + 1).cpu(), x + 1)
+
+
+def test_the_default_backend_on_neuron_tensors_says_to_use_neuron():
+    with pytest.raises(Exception, match='backend="neuron"'):
+        torch.compile(lambda x: x.sin() + 1)(torch.randn(4, device="neuron"))
+
+
+def test_backend_arguments_are_checked():
+    function = torch.compile(lambda x: x + 1, backend="neuron", mode="max-autotune")
+    assert function(torch.ones(2, device="neuron")).cpu().tolist() == [2, 2]
+    with pytest.raises(Exception, match="takes no options"):
+        torch.compile(lambda x: x + 2, backend="neuron", options={"unknown": 1})(
+            torch.ones(2, device="neuron"))
+
+
+def test_flex_attention_compiles_and_matches_its_eager_result():
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    def causal(batch, head, query, key):
+        return query >= key
+
+    def relative(score, batch, head, query, key):
+        return score + (query - key) * 0.01
+
+    q, k, v = (torch.randn(2, 4, 64, 16) for _ in range(3))
+    expected = flex_attention(q, k, v, score_mod=relative,
+                              block_mask=create_block_mask(causal, 1, 1, 64, 64, device="cpu"))
+    compiled = torch.compile(flex_attention, backend="neuron")
+    mask = create_block_mask(causal, 1, 1, 64, 64, device="neuron")
+    result = compiled(q.to("neuron"), k.to("neuron"), v.to("neuron"), score_mod=relative,
+                      block_mask=mask)
+    torch.testing.assert_close(result.cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_cpu_only_compile_starts_no_daemon(run_python, tmp_path):
+    result = run_python(
+        "import torch, torch_neuronx\n"
+        "f = torch.compile(lambda x: (x * 2).sin() + 1, backend='aot_eager')\n"
+        "print(f(torch.ones(3)).tolist())\n"
+        "print(torch_neuronx._C._is_initialized())\n",
+        env={"NEURON_RTD_ADDRESS": f"unix:{tmp_path}/nothing.sock",
+             "NEURON_RTD_AUTOSTART": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "False"
+    assert not (tmp_path / "nothing.sock").exists()
+    assert "started a per-user" not in result.stderr

@@ -1,0 +1,133 @@
+"""torch.compile(backend="neuron"): TorchDynamo's graphs, captured with
+AOTAutograd as ATen graphs (forward, backward, inference), run by
+neuron-rtd as graph executables, one launch per graph and call.
+
+Registered through the ``torch_dynamo_backends`` entry point, so it is
+imported only when the name "neuron" is first looked up: ``import torch``
+never imports ``torch._dynamo``.
+
+Shapes are static, as on Trainium: a graph is specialized to its inputs'
+sizes and strides, and a new shape compiles again (once per shape).
+"""
+
+import itertools
+import logging
+
+import torch
+
+_log = logging.getLogger(__name__)
+_graph_numbers = itertools.count()
+# Every graph compiled in this process, in order (compiled_graphs()).
+_graphs = []
+
+# `mode=` values torch.compile knows; on neuron they all compile the same way.
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _compiler(role):
+    from torch_neuronx._dynamo._lowering import Unsupported, lower
+    from torch_neuronx._dynamo._partition import partition
+
+    def compile_graph(gm, example_inputs):
+        name = f"{role}_{next(_graph_numbers)}"
+        nodes = sum(1 for node in gm.graph.nodes if node.op == "call_function")
+        try:
+            compiled = lower(gm, example_inputs, name)
+            executables, reasons = [getattr(compiled, "executable", compiled)], []
+
+            def run(args):
+                return compiled(args)
+        except Unsupported:
+            module, executables, reasons = partition(gm, example_inputs, name)
+            _log.info("graph %s runs in part on the client: %s", name, "; ".join(reasons))
+
+            def run(args):
+                return module(*args)
+
+        _graphs.append({"name": name, "nodes": nodes, "executables": executables,
+                        "client_nodes": reasons})
+        run._boxed_call = True
+        return run
+
+    return compile_graph
+
+
+def _has_symbols(example_inputs):
+    for value in example_inputs:
+        if isinstance(value, torch.SymInt):
+            return True
+        if isinstance(value, torch.Tensor) and not all(
+                isinstance(n, int) for n in (*value.shape, *value.stride())):
+            return True
+    return False
+
+
+def decompositions():
+    """The decompositions applied while capturing: PyTorch's core ATen
+    decompositions, less the one of the CPU flash-attention forward, whose
+    graph does not match the saved statistics its backward operator reads
+    (PyTorch 2.13: every gradient of attention was wrong); the operator
+    itself runs in the daemon, as its backward does."""
+    import torch._decomp
+
+    table = torch._decomp.core_aten_decompositions()
+    table.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    return table
+
+
+def _aot_backend():
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(
+        fw_compiler=_compiler("forward"),
+        bw_compiler=_compiler("backward"),
+        inference_compiler=_compiler("inference"),
+        decompositions=decompositions(),
+        keep_inference_input_mutations=True,
+    )
+
+
+def _specializing(gm, backend):
+    """A graph traced with symbolic shapes, compiled once per concrete
+    signature of its inputs when it is called."""
+    compiled = {}
+
+    def run(*args):
+        key = tuple((tuple(a.shape), tuple(a.stride()), a.dtype, a.device)
+                    if isinstance(a, torch.Tensor) else a for a in args)
+        function = compiled.get(key)
+        if function is None:
+            function = compiled[key] = backend(gm, list(args))
+        return function(*args)
+
+    return run
+
+
+def neuron_backend(gm, example_inputs, options=None, mode=None, **kwargs):
+    """The ``neuron`` TorchDynamo backend."""
+    if options:
+        raise ValueError(
+            f"torch.compile(backend='neuron') takes no options; got {sorted(options)}")
+    if mode not in _MODES:
+        raise ValueError(f"torch.compile(backend='neuron'): unknown mode {mode!r}")
+    if kwargs:
+        raise TypeError(f"the neuron backend takes no arguments {sorted(kwargs)}")
+    backend = _aot_backend()
+    if _has_symbols(example_inputs):
+        return _specializing(gm, backend)
+    return backend(gm, example_inputs)
+
+
+def compiled_graphs():
+    """The graphs torch.compile(backend="neuron") compiled in this process,
+    oldest first: each a dict with its ``name`` ("forward_0", "backward_1",
+    "inference_2", ...), its ``nodes`` (ATen operators), its ``launches``
+    so far, and ``client_nodes``: why nodes of it run eagerly on the client
+    rather than in its graph executables (empty when the whole graph is
+    one executable)."""
+    return [{"name": graph["name"], "nodes": graph["nodes"],
+             "launches": sum(executable.launches for executable in graph["executables"]),
+             "client_nodes": list(graph["client_nodes"])} for graph in _graphs]
+
+
+__all__ = ["compiled_graphs", "neuron_backend"]
