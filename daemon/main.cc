@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   std::string socket_path, sim_preset, log_level;
   int64_t logical_nc_config = 0;
   int64_t idle_exit_seconds = 0;
+  std::string compiler_python, compiler_cache_dir;
+  int64_t compile_after_launches = 0;
   bool show_version = false;
   app.add_option("--config", config_path,
                  absl::StrFormat("TOML configuration file (default: %s when it exists)",
@@ -83,6 +85,14 @@ int main(int argc, char** argv) {
   app.add_option("--idle-exit", idle_exit_seconds,
                  "exit after this many seconds without sessions; 0: never "
                  "(server.idle_exit_seconds)");
+  app.add_option("--compiler-python", compiler_python,
+                 "Python interpreter of the compiler worker, with this daemon's torch "
+                 "(compiler.python)");
+  app.add_option("--compiler-cache-dir", compiler_cache_dir,
+                 "directory of compiled graphs (compiler.cache_dir)");
+  app.add_option("--compile-after-launches", compile_after_launches,
+                 "launches of a graph before it is compiled; 0: never "
+                 "(compiler.compile_after_launches)");
   app.add_flag("--version", show_version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -116,6 +126,11 @@ int main(int argc, char** argv) {
   if (app.count("--log-level") > 0) overrides.log_level = log_level;
   if (app.count("--logical-nc-config") > 0) overrides.logical_nc_config = logical_nc_config;
   if (app.count("--idle-exit") > 0) overrides.idle_exit_seconds = idle_exit_seconds;
+  if (app.count("--compiler-python") > 0) overrides.compiler_python = compiler_python;
+  if (app.count("--compiler-cache-dir") > 0) overrides.compiler_cache_dir = compiler_cache_dir;
+  if (app.count("--compile-after-launches") > 0) {
+    overrides.compile_after_launches = compile_after_launches;
+  }
   if (absl::Status status = ApplyOverrides(overrides, config); !status.ok()) {
     return Fail(kExitBadConfig, status);
   }

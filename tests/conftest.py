@@ -47,15 +47,36 @@ def start_daemon(socket_path, extra_args=(), config_text=""):
 def neuron_daemon():
     directory = tempfile.mkdtemp(prefix="neuron-pytest-")
     socket_path = os.path.join(directory, "neuron-rtd.sock")
-    # A per-session HBM quota makes out-of-memory reachable in a test.
+    # A per-session HBM quota makes out-of-memory reachable in a test;
+    # graphs stay interpreted (test_compile_tiers.py starts its own daemon
+    # with the compiler on).
     process, log_path = start_daemon(
-        socket_path, config_text="[session]\nmax_hbm_bytes = 2147483648\n")
+        socket_path,
+        config_text="[session]\nmax_hbm_bytes = 2147483648\n"
+                    "[compiler]\ncompile_after_launches = 0\n")
     os.environ["NEURON_RTD_ADDRESS"] = "unix:" + socket_path
     os.environ["NEURON_RTD_AUTOSTART"] = "0"
     yield socket_path
     process.terminate()
     process.wait(timeout=30)
     shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def own_daemon():
+    """Starts daemons of the test's own (start(socket_path, extra_args,
+    config_text) -> (process, log path)); stops them after the test."""
+    started = []
+
+    def start(socket_path, extra_args=(), config_text=""):
+        process, log_path = start_daemon(socket_path, extra_args, config_text)
+        started.append(process)
+        return process, log_path
+
+    yield start
+    for process in started:
+        process.terminate()
+        process.wait(timeout=60)
 
 
 @pytest.fixture

@@ -150,26 +150,91 @@ nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions) 
 
 std::string CacheText(const neuronrt::CacheInfo& cache) {
   const uint64_t lookups = cache.hits + cache.misses;
+  const neuronrt::CompilerInfo& compiler = cache.compiler;
+  std::string compiled = "off";
+  if (compiler.enabled) {
+    compiled = absl::StrFormat(
+        "after %d launches; %d built (%.1f s), %d failed, %d from disk, %d queued",
+        compiler.compile_after_launches, compiler.builds, compiler.build_seconds,
+        compiler.failures, compiler.disk_hits, compiler.queued);
+    if (!compiler.unavailable.empty()) compiled += "; unavailable: " + compiler.unavailable;
+  }
   return absl::StrFormat(
       "executables  %d (%d held by live sessions)\n"
       "bytes        %s of %s (%s held; at most %s per user)\n"
       "lookups      %d hits, %d misses%s\n"
-      "evictions    %d\n",
+      "evictions    %d\n"
+      "compiled     %s\n"
+      "on disk      %d graph(s), %s%s\n",
       cache.entries, cache.held_entries, FormatBytes(cache.memory_bytes),
       FormatBytes(cache.max_bytes), FormatBytes(cache.held_bytes),
       FormatBytes(cache.max_bytes_per_user), cache.hits, cache.misses,
       lookups == 0 ? ""
                    : absl::StrFormat(" (%.1f%% hit)", 100.0 * static_cast<double>(cache.hits) /
                                                          static_cast<double>(lookups)),
-      cache.evictions);
+      cache.evictions, compiled, compiler.disk_entries, FormatBytes(compiler.disk_bytes),
+      compiler.disk_path.empty() ? "" : " in " + compiler.disk_path);
 }
 
 nlohmann::json CacheJson(const neuronrt::CacheInfo& cache) {
-  return {{"entries", cache.entries},           {"memory_bytes", cache.memory_bytes},
-          {"held_entries", cache.held_entries}, {"held_bytes", cache.held_bytes},
-          {"hits", cache.hits},                 {"misses", cache.misses},
-          {"evictions", cache.evictions},       {"max_bytes", cache.max_bytes},
-          {"max_bytes_per_user", cache.max_bytes_per_user}};
+  const neuronrt::CompilerInfo& compiler = cache.compiler;
+  return {{"entries", cache.entries},
+          {"memory_bytes", cache.memory_bytes},
+          {"held_entries", cache.held_entries},
+          {"held_bytes", cache.held_bytes},
+          {"hits", cache.hits},
+          {"misses", cache.misses},
+          {"evictions", cache.evictions},
+          {"max_bytes", cache.max_bytes},
+          {"max_bytes_per_user", cache.max_bytes_per_user},
+          {"compiler",
+           {{"enabled", compiler.enabled},
+            {"compile_after_launches", compiler.compile_after_launches},
+            {"builds", compiler.builds},
+            {"failures", compiler.failures},
+            {"disk_hits", compiler.disk_hits},
+            {"queued", compiler.queued},
+            {"worker_starts", compiler.worker_starts},
+            {"build_seconds", compiler.build_seconds},
+            {"unavailable", compiler.unavailable},
+            {"disk_entries", compiler.disk_entries},
+            {"disk_bytes", compiler.disk_bytes},
+            {"disk_path", compiler.disk_path}}}};
+}
+
+std::string ExecutablesTable(const std::vector<neuronrt::CachedExecutable>& executables) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "KIND", "TIER", "BYTES", "HOLDERS", "LAUNCHES", "COMPILE", "NAME"}};
+  for (const neuronrt::CachedExecutable& executable : executables) {
+    std::string compile = "-";
+    if (executable.kind == "graph") {
+      compile = executable.compile_seconds > 0
+                    ? absl::StrFormat("%.1f s", executable.compile_seconds)
+                    : executable.compile_state;
+    }
+    rows.push_back({absl::StrFormat("%d", executable.executable_id), executable.kind,
+                    absl::StrFormat("%d", executable.tier), FormatBytes(executable.bytes),
+                    absl::StrFormat("%d", executable.holders),
+                    absl::StrFormat("%d", executable.launches), compile,
+                    executable.name.substr(0, 60)});
+  }
+  return RenderTable(rows);
+}
+
+nlohmann::json ExecutablesJson(const std::vector<neuronrt::CachedExecutable>& executables) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const neuronrt::CachedExecutable& executable : executables) {
+    list.push_back({{"executable_id", executable.executable_id},
+                    {"name", executable.name},
+                    {"kind", executable.kind},
+                    {"bytes", executable.bytes},
+                    {"holders", executable.holders},
+                    {"launches", executable.launches},
+                    {"tier", executable.tier},
+                    {"compile_state", executable.compile_state},
+                    {"compile_seconds", executable.compile_seconds}});
+  }
+  return {{"executables", std::move(list)}};
 }
 
 namespace {

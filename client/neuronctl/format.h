@@ -29,6 +29,9 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores);
 
 std::string CacheText(const neuronrt::CacheInfo& cache);
 nlohmann::json CacheJson(const neuronrt::CacheInfo& cache);
+// `neuronctl cache ls`.
+std::string ExecutablesTable(const std::vector<neuronrt::CachedExecutable>& executables);
+nlohmann::json ExecutablesJson(const std::vector<neuronrt::CachedExecutable>& executables);
 
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target);
 nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target);

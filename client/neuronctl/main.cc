@@ -105,6 +105,12 @@ int main(int argc, char** argv) {
   cache->add_flag("--json", cache_json, "print JSON instead of text");
   CLI::App* cache_clear = cache->add_subcommand(
       "clear", "evict every executable no session holds (root or the daemon's user)");
+  bool cache_clear_disk = false;
+  cache_clear->add_flag("--disk", cache_clear_disk, "also remove the compiled graphs on disk");
+  CLI::App* cache_ls = cache->add_subcommand(
+      "ls", "every cached executable: kind, tier, bytes, holders, launches, compile time");
+  bool cache_ls_json = false;
+  cache_ls->add_flag("--json", cache_ls_json, "print JSON instead of a table");
 
   CLI::App* version = app.add_subcommand("version", "print neuronctl's and the daemon's versions");
 
@@ -177,9 +183,24 @@ int main(int argc, char** argv) {
   }
 
   if (*cache_clear) {
-    absl::StatusOr<uint64_t> removed = (*client)->ClearCache();
+    absl::StatusOr<neuronrt::ClearedCache> removed = (*client)->ClearCache(cache_clear_disk);
     if (!removed.ok()) return Report(removed.status(), address);
-    std::printf("%llu executable(s) evicted\n", static_cast<unsigned long long>(*removed));
+    std::printf("%llu executable(s) evicted\n", static_cast<unsigned long long>(removed->entries));
+    if (cache_clear_disk) {
+      std::printf("%llu compiled graph(s) removed from disk\n",
+                  static_cast<unsigned long long>(removed->disk_entries));
+    }
+    return 0;
+  }
+
+  if (*cache_ls) {
+    absl::StatusOr<neuronrt::CacheInfo> info = (*client)->GetCacheInfo(/*list_executables=*/true);
+    if (!info.ok()) return Report(info.status(), address);
+    if (cache_ls_json) {
+      std::cout << neuronctl::ExecutablesJson(info->executables).dump(2) << "\n";
+    } else {
+      std::cout << neuronctl::ExecutablesTable(info->executables);
+    }
     return 0;
   }
 

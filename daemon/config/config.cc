@@ -134,6 +134,13 @@ absl::Status ApplySimPreset(const Value& value, DaemonConfig& config) {
   return absl::OkStatus();
 }
 
+// A string key stored into a field of a section.
+template <auto Section, auto Field>
+absl::Status ApplyString(const Value& value, DaemonConfig& config) {
+  config.*Section.*Field = std::get<std::string>(value);
+  return absl::OkStatus();
+}
+
 // An integer key in [minimum, maximum] stored into a field of a section.
 template <auto Section, auto Field, int64_t kMinimum, int64_t kMaximum>
 absl::Status ApplyBounded(const Value& value, DaemonConfig& config) {
@@ -157,6 +164,9 @@ constexpr auto kExecutablesKey =
 
 template <auto Field, int64_t kMinimum, int64_t kMaximum>
 constexpr auto kSchedulerKey = ApplyBounded<&DaemonConfig::scheduler, Field, kMinimum, kMaximum>;
+
+template <auto Field, int64_t kMinimum, int64_t kMaximum>
+constexpr auto kCompilerKey = ApplyBounded<&DaemonConfig::compiler, Field, kMinimum, kMaximum>;
 
 constexpr int64_t kTiB = int64_t{1} << 40;
 
@@ -209,6 +219,20 @@ constexpr std::array kKeys = {
             kSchedulerKey<&SchedulerSettings::anticipation_us, 0, 10'000>},
     KeySpec{"scheduler", "default_weight", ValueKind::kInteger,
             kSchedulerKey<&SchedulerSettings::default_weight, 1, kMaxShareWeight>},
+    KeySpec{"compiler", "compile_after_launches", ValueKind::kInteger,
+            kCompilerKey<&CompilerSettings::compile_after_launches, 0, 1'000'000>},
+    KeySpec{"compiler", "python", ValueKind::kString,
+            ApplyString<&DaemonConfig::compiler, &CompilerSettings::python>},
+    KeySpec{"compiler", "worker", ValueKind::kString,
+            ApplyString<&DaemonConfig::compiler, &CompilerSettings::worker>},
+    KeySpec{"compiler", "cache_dir", ValueKind::kString,
+            ApplyString<&DaemonConfig::compiler, &CompilerSettings::cache_dir>},
+    KeySpec{"compiler", "max_cache_bytes", ValueKind::kInteger,
+            kCompilerKey<&CompilerSettings::max_cache_bytes, 1 << 20, kTiB>},
+    KeySpec{"compiler", "timeout_seconds", ValueKind::kInteger,
+            kCompilerKey<&CompilerSettings::timeout_seconds, 1, 86'400>},
+    KeySpec{"compiler", "max_worker_memory_bytes", ValueKind::kInteger,
+            kCompilerKey<&CompilerSettings::max_worker_memory_bytes, 0, 64 * kTiB>},
 };
 
 const KeySpec* FindKey(std::string_view section, std::string_view name) {
@@ -405,6 +429,8 @@ absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& conf
       {"--socket", overrides.socket_path, "server", "socket"},
       {"--sim-preset", overrides.sim_preset, "sim", "preset"},
       {"--log-level", overrides.log_level, "log", "level"},
+      {"--compiler-python", overrides.compiler_python, "compiler", "python"},
+      {"--compiler-cache-dir", overrides.compiler_cache_dir, "compiler", "cache_dir"},
   };
   for (const StringFlag& flag : string_flags) {
     if (!flag.value) continue;
@@ -423,8 +449,16 @@ absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& conf
     }
   }
   if (overrides.idle_exit_seconds) {
-    return ApplyFlag("--idle-exit", *FindKey("server", "idle_exit_seconds"),
-                     *overrides.idle_exit_seconds, config);
+    if (absl::Status status = ApplyFlag("--idle-exit", *FindKey("server", "idle_exit_seconds"),
+                                        *overrides.idle_exit_seconds, config);
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (overrides.compile_after_launches) {
+    return ApplyFlag("--compile-after-launches",
+                     *FindKey("compiler", "compile_after_launches"),
+                     *overrides.compile_after_launches, config);
   }
   return absl::OkStatus();
 }

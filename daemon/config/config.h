@@ -102,6 +102,25 @@ struct SchedulerSettings {
   std::map<std::string, uint32_t> user_weights;
 };
 
+// Tier 1 of graph executables (torch.compile): the compiler worker and the
+// on-disk cache of what it compiled.
+struct CompilerSettings {
+  // Launches of a graph before it is compiled; 0: graphs stay interpreted.
+  uint32_t compile_after_launches = 2;
+  // The Python interpreter whose torch is the daemon's version.
+  std::string python = "python3";
+  // neuron_compile_worker.py; empty: the one beside the neuron-rtd binary.
+  std::string worker;
+  // Compiled graphs; empty: $CACHE_DIRECTORY (systemd), else
+  // $XDG_CACHE_HOME/neuron-rtd, else ~/.cache/neuron-rtd.
+  std::string cache_dir;
+  uint64_t max_cache_bytes = 4ull << 30;
+  // Longest one graph may take to compile.
+  uint32_t timeout_seconds = 600;
+  // Address space of the worker and the compilers it runs; 0: unlimited.
+  uint64_t max_worker_memory_bytes = 16ull << 30;
+};
+
 struct DaemonConfig {
   ServerConfig server;
   LogConfig log;
@@ -110,6 +129,7 @@ struct DaemonConfig {
   SessionSettings session;
   ExecutableSettings executables;
   SchedulerSettings scheduler;
+  CompilerSettings compiler;
 };
 
 // Parses TOML text; `source` names it in errors (a path, or "<string>").
@@ -126,6 +146,9 @@ struct ConfigOverrides {
   std::optional<std::string> log_level;     // --log-level
   std::optional<int64_t> logical_nc_config; // --logical-nc-config
   std::optional<int64_t> idle_exit_seconds; // --idle-exit
+  std::optional<std::string> compiler_python;       // --compiler-python
+  std::optional<std::string> compiler_cache_dir;    // --compiler-cache-dir
+  std::optional<int64_t> compile_after_launches;    // --compile-after-launches
 };
 
 // Checks each override as the file's keys are checked; errors name the flag.

@@ -182,6 +182,18 @@ CacheStats ExecutableCache::stats() const {
                     .limits = limits_};
 }
 
+std::vector<ExecutableCache::Listing> ExecutableCache::List() const {
+  absl::MutexLock lock(&mutex_);
+  std::vector<Listing> listing;
+  listing.reserve(entries_.size());
+  for (const auto& [id, entry] : entries_) {
+    listing.push_back(Listing{.executable = entry.executable,
+                              .charged_bytes = entry.charged_bytes,
+                              .holders = static_cast<uint32_t>(entry.holds_by_user.size())});
+  }
+  return listing;
+}
+
 uint64_t ExecutableCache::held_bytes_of_user(uid_t uid) const {
   absl::MutexLock lock(&mutex_);
   auto it = held_bytes_by_user_.find(uid);

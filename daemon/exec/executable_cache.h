@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -115,6 +116,15 @@ class ExecutableCache {
   uint64_t EvictUnheld();
 
   CacheStats stats() const;
+
+  // One cached executable, as `neuronctl cache ls` shows it.
+  struct Listing {
+    std::shared_ptr<const Executable> executable;
+    uint64_t charged_bytes = 0;
+    uint32_t holders = 0;  // users whose sessions hold it
+  };
+  // Every cached executable, by id.
+  std::vector<Listing> List() const;
   // Bytes of the executables `uid`'s sessions hold.
   uint64_t held_bytes_of_user(uid_t uid) const;
 

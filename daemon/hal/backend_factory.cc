@@ -5,13 +5,16 @@
 
 namespace neuron::rtd::hal {
 
+std::string GraphCompilerTorchVersion() { return sim::LinkedTorchVersion(); }
+
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options,
                                                        OsSysCalls& sys_calls) {
   if (options.kind == "sim") {
     absl::StatusOr<std::unique_ptr<sim::SimBackend>> backend = sim::CreateSimBackend(
         sim::SimOptions{.preset = options.sim_preset,
                         .logical_nc_config = options.logical_nc_config,
-                        .max_launch_host_bytes = options.sim_max_launch_host_bytes},
+                        .max_launch_host_bytes = options.sim_max_launch_host_bytes,
+                        .graph_compiler = options.graph_compiler},
         sys_calls);
     if (!backend.ok()) return backend.status();
     return std::unique_ptr<Backend>(*std::move(backend));

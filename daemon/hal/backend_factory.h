@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/common/os_sys_calls.h"
+#include "daemon/compiler/graph_compiler.h"
 #include "daemon/hal/device.h"
 
 namespace neuron::rtd::hal {
@@ -22,7 +23,14 @@ struct BackendOptions {
   std::string sim_preset;
   // Host memory the sim's CPU kernels may hold during one launch.
   uint64_t sim_max_launch_host_bytes = 4ull << 30;
+  // Compiles hot graphs for a backend that runs them on the host (tier 1);
+  // null: graphs stay interpreted. Outlives the backend.
+  compiler::GraphCompiler* graph_compiler = nullptr;
 };
+
+// The torch version graphs compiled for the backend must be built with
+// (the sim runs them with its own libtorch).
+std::string GraphCompilerTorchVersion();
 
 // INVALID_ARGUMENT naming the known kinds for an unknown one; the backend's
 // own errors otherwise.

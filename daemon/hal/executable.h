@@ -6,6 +6,8 @@
 #ifndef NEURON_RTD_DAEMON_HAL_EXECUTABLE_H_
 #define NEURON_RTD_DAEMON_HAL_EXECUTABLE_H_
 
+#include <cstdint>
+#include <string>
 #include <variant>
 
 #include "daemon/hal/device_info.h"
@@ -22,12 +24,25 @@ using ExecutableSpec = std::variant<EagerOpPlan, GraphPlan>;
 // any core's worker, so Dispatch must not change it.
 // Lifetime: outlives every Dispatch of it (the queue holds a reference while
 // a launch runs); destroyed when the cache evicts it.
+// How an executable has run so far (neuronctl cache ls).
+struct ExecutableStatus {
+  uint64_t launches = 0;
+  // 0: run as described (eager ops, interpreted graphs); 1: compiled code.
+  int tier = 0;
+  // For graphs: "interpreted", "compiling", "compiled" or "interpreted (why
+  // it is not compiled)"; empty for eager ops.
+  std::string compile_state;
+  double compile_seconds = 0;
+};
+
 class Executable {
  public:
   virtual ~Executable() = default;
 
   // The backend that prepared it: a device dispatches only its own kind.
   virtual BackendKind backend() const = 0;
+  // Any thread.
+  virtual ExecutableStatus status() const { return {}; }
 };
 
 }  // namespace neuron::rtd::hal

@@ -187,7 +187,8 @@ grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequ
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*, const v1::GetCacheInfoRequest*,
+grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*,
+                                        const v1::GetCacheInfoRequest* request,
                                         v1::GetCacheInfoResponse* response) {
   const exec::CacheStats stats = executables_.stats();
   response->set_entries(stats.entries);
@@ -199,16 +200,56 @@ grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*, const v1::GetCache
   response->set_evictions(stats.evictions);
   response->set_max_bytes(stats.limits.max_bytes);
   response->set_max_bytes_per_user(stats.limits.max_bytes_per_user);
+  v1::CompilerInfo* compiler = response->mutable_compiler();
+  compiler->set_enabled(compiler_ != nullptr);
+  if (compiler_ != nullptr) {
+    const compiler::CompileStats built = compiler_->stats();
+    compiler->set_compile_after_launches(compiler_->compile_after_launches());
+    compiler->set_builds(built.builds);
+    compiler->set_failures(built.failures);
+    compiler->set_disk_hits(built.cache_hits);
+    compiler->set_queued(built.queued);
+    compiler->set_worker_starts(built.worker_starts);
+    compiler->set_build_seconds(built.build_seconds);
+    compiler->set_unavailable(built.unavailable);
+    const std::vector<compiler::StoredArtifact> stored = compiler_->cache().List();
+    uint64_t disk_bytes = 0;
+    for (const compiler::StoredArtifact& artifact : stored) disk_bytes += artifact.bytes;
+    compiler->set_disk_entries(stored.size());
+    response->set_disk_bytes(disk_bytes);
+    response->set_disk_path(compiler_->cache().directory());
+  }
+  if (!request->list_executables()) return grpc::Status::OK;
+  for (const exec::ExecutableCache::Listing& listed : executables_.List()) {
+    const exec::Executable& executable = *listed.executable;
+    const hal::ExecutableStatus status = executable.prepared->status();
+    v1::CachedExecutable* entry = response->add_executables();
+    entry->set_executable_id(executable.id);
+    entry->set_name(executable.name);
+    entry->set_kind(std::holds_alternative<hal::GraphPlan>(executable.spec)
+                        ? v1::EXECUTABLE_KIND_GRAPH
+                        : v1::EXECUTABLE_KIND_EAGER_OP);
+    entry->set_bytes(listed.charged_bytes);
+    entry->set_holders(listed.holders);
+    entry->set_launches(status.launches);
+    entry->set_tier(static_cast<uint32_t>(status.tier));
+    entry->set_compile_state(status.compile_state);
+    entry->set_compile_seconds(status.compile_seconds);
+  }
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::ClearCache(grpc::ServerContext* context, const v1::ClearCacheRequest*,
+grpc::Status AdminService::ClearCache(grpc::ServerContext* context,
+                                      const v1::ClearCacheRequest* request,
                                       v1::ClearCacheResponse* response) {
   if (grpc::Status allowed = CheckAdministrator(context, "clear the executable cache");
       !allowed.ok()) {
     return allowed;
   }
   response->set_entries_removed(executables_.EvictUnheld());
+  if (request->include_disk() && compiler_ != nullptr) {
+    response->set_disk_entries_removed(compiler_->cache().Clear());
+  }
   return grpc::Status::OK;
 }
 

@@ -3,6 +3,7 @@
 #ifndef NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
 #define NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
 
+#include "daemon/compiler/compile_service.h"
 #include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
@@ -14,21 +15,22 @@
 
 namespace neuron::rtd {
 
-// Lifetime: the backend, registry and status outlive the service.
+// Lifetime: the backend, registry, status and compiler outlive the service.
 // Thread-safety: handlers run concurrently on gRPC's threads.
 class AdminService final : public v1::Admin::Service {
  public:
   AdminService(const hal::Backend& backend, const memory::MemoryManager& memory,
                const queue::Scheduler& scheduler, exec::ExecutableCache& executables,
                session::SessionManager& sessions, const PeerRegistry& peers,
-               DaemonStatus& status)
+               DaemonStatus& status, compiler::CompileService* compiler)
       : backend_(backend),
         memory_(memory),
         scheduler_(scheduler),
         executables_(executables),
         sessions_(sessions),
         peers_(peers),
-        status_(status) {}
+        status_(status),
+        compiler_(compiler) {}
 
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
                       v1::HealthResponse* response) override;
@@ -65,6 +67,8 @@ class AdminService final : public v1::Admin::Service {
   session::SessionManager& sessions_;
   const PeerRegistry& peers_;
   DaemonStatus& status_;
+  // Null when graphs stay interpreted.
+  compiler::CompileService* const compiler_;
 };
 
 }  // namespace neuron::rtd

@@ -108,14 +108,81 @@ queue::CoreQueueOptions CoreQueueOptionsFrom(const SchedulerSettings& settings) 
       .clock = {}};
 }
 
+// [compiler] cache_dir, else the service manager's cache directory, else
+// the user's.
+std::string CompilerCacheDir(const CompilerSettings& settings) {
+  if (!settings.cache_dir.empty()) return settings.cache_dir;
+  if (const char* systemd = std::getenv("CACHE_DIRECTORY"); systemd != nullptr && *systemd) {
+    // systemd may list several, separated by ':'.
+    return std::string(systemd).substr(0, std::string(systemd).find(':'));
+  }
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg) {
+    return absl::StrCat(xdg, "/neuron-rtd");
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home) {
+    return absl::StrCat(home, "/.cache/neuron-rtd");
+  }
+  return "";
+}
+
+// [compiler] worker, else the one installed beside this binary.
+std::string CompilerWorkerScript(const CompilerSettings& settings) {
+  if (!settings.worker.empty()) return settings.worker;
+  std::vector<char> path(4096);
+  const ssize_t length = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
+  if (length <= 0) return "neuron_compile_worker.py";
+  const std::string self(path.data(), static_cast<size_t>(length));
+  return self.substr(0, self.rfind('/')) + "/neuron_compile_worker.py";
+}
+
+// The compiler of hot graphs, or null (graphs stay interpreted) when it is
+// turned off or its cache directory cannot be used.
+std::unique_ptr<compiler::CompileService> MakeCompiler(const CompilerSettings& settings,
+                                                       OsSysCalls& sys_calls) {
+  if (settings.compile_after_launches == 0) return nullptr;
+  const std::string cache_dir = CompilerCacheDir(settings);
+  if (cache_dir.empty()) {
+    spdlog::warn("compiled graphs are off: no [compiler] cache_dir, and neither "
+                 "$CACHE_DIRECTORY, $XDG_CACHE_HOME nor $HOME is set");
+    return nullptr;
+  }
+  if (cache_dir.find('/') != std::string::npos) {
+    // The parents of a default directory (~/.cache) may not exist yet.
+    const std::string parent = cache_dir.substr(0, cache_dir.rfind('/'));
+    if (!parent.empty()) sys_calls.Mkdir(parent, 0700);
+  }
+  absl::StatusOr<std::unique_ptr<compiler::CompileService>> service =
+      compiler::CompileService::Create(
+          compiler::CompileServiceOptions{
+              .worker = compiler::WorkerOptions{
+                  .python = settings.python,
+                  .script = CompilerWorkerScript(settings),
+                  .scratch_dir = cache_dir + "/worker",
+                  .timeout = absl::Seconds(settings.timeout_seconds),
+                  .max_memory_bytes = settings.max_worker_memory_bytes},
+              .cache = compiler::ArtifactCacheOptions{.directory = cache_dir,
+                                                      .max_bytes = settings.max_cache_bytes},
+              .compile_after_launches = settings.compile_after_launches,
+              .torch_version = hal::GraphCompilerTorchVersion(),
+              .cpu_id = compiler::HostCpuId()},
+          sys_calls);
+  if (!service.ok()) {
+    spdlog::warn("compiled graphs are off: {}", std::string(service.status().message()));
+    return nullptr;
+  }
+  return *std::move(service);
+}
+
 }  // namespace
 
 Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
+               std::unique_ptr<compiler::CompileService> compiler,
                std::unique_ptr<hal::Backend> backend, std::unique_ptr<UnixSocketListener> listener,
                std::map<uint32_t, uint32_t> weights_by_uid)
     : config_(config),
       sys_calls_(sys_calls),
       peers_(sys_calls),
+      compiler_(std::move(compiler)),
       backend_(std::move(backend)),
       memory_(*backend_),
       executables_(*backend_,
@@ -125,7 +192,8 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
       sessions_(SessionConfigFrom(config.session, config.scheduler, std::move(weights_by_uid)),
                 *backend_, scheduler_, memory_),
       listener_(std::move(listener)),
-      admin_service_(*backend_, memory_, scheduler_, executables_, sessions_, peers_, status_),
+      admin_service_(*backend_, memory_, scheduler_, executables_, sessions_, peers_, status_,
+                     compiler_.get()),
       runtime_service_(*backend_, memory_, executables_, sessions_, peers_,
                        "unix:" + DataPlanePath(listener_->path())) {}
 
@@ -137,12 +205,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
                                                        OsSysCalls& sys_calls) {
   absl::StatusOr<std::map<uint32_t, uint32_t>> weights = WeightsByUid(config.scheduler);
   if (!weights.ok()) return weights.status();
+  std::unique_ptr<compiler::CompileService> graph_compiler =
+      MakeCompiler(config.compiler, sys_calls);
   absl::StatusOr<std::unique_ptr<hal::Backend>> backend =
       hal::CreateBackend(hal::BackendOptions{.kind = config.device.backend,
                                              .logical_nc_config = config.device.logical_nc_config,
                                              .sim_preset = config.sim.preset,
                                              .sim_max_launch_host_bytes =
-                                                 config.sim.max_launch_host_bytes},
+                                                 config.sim.max_launch_host_bytes,
+                                             .graph_compiler = graph_compiler.get()},
                          sys_calls);
   if (!backend.ok()) return backend.status();
 
@@ -151,7 +222,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
       UnixSocketListener::Create(listener_options, sys_calls);
   if (!listener.ok()) return listener.status();
 
-  std::unique_ptr<Daemon> daemon(new Daemon(config, sys_calls, *std::move(backend),
+  std::unique_ptr<Daemon> daemon(new Daemon(config, sys_calls, std::move(graph_compiler),
+                                            *std::move(backend),
                                             *std::move(listener), *std::move(weights)));
   ListenerOptions data_options = listener_options;
   data_options.path = DataPlanePath(listener_options.path);

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "daemon/common/os_sys_calls.h"
+#include "daemon/compiler/compile_service.h"
 #include "daemon/config/config.h"
 #include "daemon/hal/device.h"
 #include "daemon/exec/executable_cache.h"
@@ -50,7 +51,8 @@ class Daemon {
   bool Idle();
 
  private:
-  Daemon(const DaemonConfig& config, OsSysCalls& sys_calls, std::unique_ptr<hal::Backend> backend,
+  Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
+         std::unique_ptr<compiler::CompileService> compiler, std::unique_ptr<hal::Backend> backend,
          std::unique_ptr<UnixSocketListener> listener,
          std::map<uint32_t, uint32_t> weights_by_uid);
 
@@ -61,6 +63,8 @@ class Daemon {
   CallTracker calls_;
   // Destroyed in reverse: the data plane and the sessions first, then the
   // queues (whose copies may still hold segments), then memory, then devices.
+  // Before the backend: its graph executables hold it.
+  std::unique_ptr<compiler::CompileService> compiler_;
   std::unique_ptr<hal::Backend> backend_;
   memory::MemoryManager memory_;
   exec::ExecutableCache executables_;

@@ -8,6 +8,7 @@ starts a per-user one on the simulated device when none is running
 """
 
 import os as _os
+import sys as _sys
 import warnings as _warnings
 
 
@@ -127,7 +128,7 @@ def _register():
         return
     if not hasattr(_torch._tensor_str._tensor_str, "__wrapped__"):
         _torch._tensor_str._tensor_str = _format_on_host(_torch._tensor_str._tensor_str)
-    _C._set_daemon_binary(_daemon_binary())
+    _C._set_daemon_binary(_daemon_binary(), _sys.executable or "")
     _torch.utils.rename_privateuse1_backend("neuron")
     _torch._register_device_module("neuron", _device)
     _torch.utils.generate_methods_for_privateuse1_backend(

@@ -52,10 +52,11 @@ class Client {
   virtual absl::StatusOr<std::vector<CoreStats>> GetStats() const = 0;
   // Ends every session on device `device_index`; returns their ids.
   virtual absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const = 0;
-  virtual absl::StatusOr<CacheInfo> GetCacheInfo() const = 0;
-  // Evicts every executable no session holds (root or the daemon's user);
-  // returns how many.
-  virtual absl::StatusOr<uint64_t> ClearCache() const = 0;
+  // With `list_executables`, every cached executable too.
+  virtual absl::StatusOr<CacheInfo> GetCacheInfo(bool list_executables = false) const = 0;
+  // Evicts every executable no session holds, and with `include_disk` the
+  // compiled graphs on disk (root or the daemon's user).
+  virtual absl::StatusOr<ClearedCache> ClearCache(bool include_disk = false) const = 0;
 };
 
 }  // namespace neuronrt

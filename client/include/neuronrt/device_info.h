@@ -82,6 +82,39 @@ struct CoreStats {
   uint64_t latency_max_ns = 0;
 };
 
+// One cached executable (`neuronctl cache ls`).
+struct CachedExecutable {
+  uint64_t executable_id = 0;
+  std::string name;
+  std::string kind;  // "eager_op" or "graph"
+  uint64_t bytes = 0;
+  // Users whose sessions hold it; 0: it may be evicted.
+  uint32_t holders = 0;
+  uint64_t launches = 0;
+  // 0: as described (eager ops, interpreted graphs); 1: compiled code.
+  uint32_t tier = 0;
+  // Graphs: "interpreted", "compiling", "compiled", or "interpreted (why)".
+  std::string compile_state;
+  double compile_seconds = 0;
+};
+
+// The daemon's compiler of hot graphs and its disk cache.
+struct CompilerInfo {
+  bool enabled = false;
+  uint64_t compile_after_launches = 0;
+  uint64_t builds = 0;
+  uint64_t failures = 0;
+  uint64_t disk_hits = 0;
+  uint64_t queued = 0;
+  uint64_t worker_starts = 0;
+  double build_seconds = 0;
+  // Why the compiler worker cannot be used, when it cannot.
+  std::string unavailable;
+  uint64_t disk_entries = 0;
+  uint64_t disk_bytes = 0;
+  std::string disk_path;
+};
+
 // The daemon's executable cache (`neuronctl cache`).
 struct CacheInfo {
   uint64_t entries = 0;
@@ -95,6 +128,15 @@ struct CacheInfo {
   uint64_t evictions = 0;
   uint64_t max_bytes = 0;
   uint64_t max_bytes_per_user = 0;
+  CompilerInfo compiler;
+  // Filled when asked for (GetCacheInfo(true)).
+  std::vector<CachedExecutable> executables;
+};
+
+// What ClearCache removed.
+struct ClearedCache {
+  uint64_t entries = 0;
+  uint64_t disk_entries = 0;
 };
 
 struct RuntimeInfo {

@@ -97,17 +97,21 @@ class GrpcClient final : public Client {
                                  response->failed_sessions().end());
   }
 
-  absl::StatusOr<CacheInfo> GetCacheInfo() const override {
-    auto response =
-        Call(&v1::Admin::Stub::GetCacheInfo, v1::GetCacheInfoRequest(), "GetCacheInfo");
+  absl::StatusOr<CacheInfo> GetCacheInfo(bool list_executables) const override {
+    v1::GetCacheInfoRequest request;
+    request.set_list_executables(list_executables);
+    auto response = Call(&v1::Admin::Stub::GetCacheInfo, request, "GetCacheInfo");
     if (!response.ok()) return response.status();
     return FromProto(*response);
   }
 
-  absl::StatusOr<uint64_t> ClearCache() const override {
-    auto response = Call(&v1::Admin::Stub::ClearCache, v1::ClearCacheRequest(), "ClearCache");
+  absl::StatusOr<ClearedCache> ClearCache(bool include_disk) const override {
+    v1::ClearCacheRequest request;
+    request.set_include_disk(include_disk);
+    auto response = Call(&v1::Admin::Stub::ClearCache, request, "ClearCache");
     if (!response.ok()) return response.status();
-    return response->entries_removed();
+    return ClearedCache{.entries = response->entries_removed(),
+                        .disk_entries = response->disk_entries_removed()};
   }
 
   // Sets the call's deadline from ClientOptions.rpc_timeout.

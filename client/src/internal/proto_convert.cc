@@ -107,15 +107,42 @@ SessionInfo FromProto(const v1::SessionInfo& session) {
 }
 
 CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
-  return CacheInfo{.entries = cache.entries(),
-                   .memory_bytes = cache.memory_bytes(),
-                   .held_entries = cache.held_entries(),
-                   .held_bytes = cache.held_bytes(),
-                   .hits = cache.hits(),
-                   .misses = cache.misses(),
-                   .evictions = cache.evictions(),
-                   .max_bytes = cache.max_bytes(),
-                   .max_bytes_per_user = cache.max_bytes_per_user()};
+  const v1::CompilerInfo& compiler = cache.compiler();
+  CacheInfo info{.entries = cache.entries(),
+                 .memory_bytes = cache.memory_bytes(),
+                 .held_entries = cache.held_entries(),
+                 .held_bytes = cache.held_bytes(),
+                 .hits = cache.hits(),
+                 .misses = cache.misses(),
+                 .evictions = cache.evictions(),
+                 .max_bytes = cache.max_bytes(),
+                 .max_bytes_per_user = cache.max_bytes_per_user(),
+                 .compiler = CompilerInfo{.enabled = compiler.enabled(),
+                                          .compile_after_launches =
+                                              compiler.compile_after_launches(),
+                                          .builds = compiler.builds(),
+                                          .failures = compiler.failures(),
+                                          .disk_hits = compiler.disk_hits(),
+                                          .queued = compiler.queued(),
+                                          .worker_starts = compiler.worker_starts(),
+                                          .build_seconds = compiler.build_seconds(),
+                                          .unavailable = compiler.unavailable(),
+                                          .disk_entries = compiler.disk_entries(),
+                                          .disk_bytes = cache.disk_bytes(),
+                                          .disk_path = cache.disk_path()}};
+  for (const v1::CachedExecutable& executable : cache.executables()) {
+    info.executables.push_back(CachedExecutable{
+        .executable_id = executable.executable_id(),
+        .name = executable.name(),
+        .kind = executable.kind() == v1::EXECUTABLE_KIND_GRAPH ? "graph" : "eager_op",
+        .bytes = executable.bytes(),
+        .holders = executable.holders(),
+        .launches = executable.launches(),
+        .tier = executable.tier(),
+        .compile_state = executable.compile_state(),
+        .compile_seconds = executable.compile_seconds()});
+  }
+  return info;
 }
 
 CoreStats FromProto(const v1::CoreStats& core) {

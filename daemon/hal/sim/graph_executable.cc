@@ -3,10 +3,14 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/InferenceMode.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/hal/sim/compiled_package.h"
 #include "daemon/hal/sim/internal/aten_call.h"
 #include "daemon/hal/sim/launch_host_budget.h"
 
@@ -26,20 +30,41 @@ struct PreparedNode {
   std::vector<uint32_t> last_used_here;
 };
 
+// Which tier a graph runs on; shared with the compiler's callback, which
+// may outlive the executable.
+struct Tier {
+  std::atomic<uint64_t> launches{0};
+  std::atomic<bool> requested{false};
+  std::atomic<std::shared_ptr<const CompiledPackage>> compiled;
+  absl::Mutex mutex;
+  std::string failure ABSL_GUARDED_BY(mutex);
+  double compile_seconds ABSL_GUARDED_BY(mutex) = 0;
+};
+
 class GraphExecutable final : public SimExecutable {
  public:
-  explicit GraphExecutable(GraphPlan spec) : plan(std::move(spec)) {}
+  GraphExecutable(GraphPlan spec, compiler::GraphCompiler* graph_compiler)
+      : plan(std::move(spec)), compiler(graph_compiler) {}
 
   absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
                    std::span<const uint8_t> immediates, uint64_t max_host_bytes) const override;
+  ExecutableStatus status() const override;
 
   const GraphPlan plan;
   std::vector<PreparedNode> nodes;
   uint32_t value_count = 0;
+  compiler::GraphCompiler* const compiler;
+  const std::shared_ptr<Tier> tier = std::make_shared<Tier>();
+
+  // Loads the package into `tier` (the compiler's thread, or preparation).
+  static void Adopt(Tier& tier, const absl::StatusOr<compiler::GraphCompiler::Package>& package);
 
  private:
   absl::Status Interpret(HbmArena& arena, std::span<const uint64_t> bindings,
                          std::span<const uint8_t> immediates) const;
+  absl::Status RunCompiled(const CompiledPackage& package, HbmArena& arena,
+                           std::span<const uint64_t> bindings) const;
+  void CountLaunch() const;
   std::string Where(size_t node) const {
     return absl::StrFormat("graph '%s' node %d (%s)", plan.name, node, nodes[node].call.qualified);
   }
@@ -144,31 +169,111 @@ absl::Status GraphExecutable::Interpret(HbmArena& arena, std::span<const uint64_
   return absl::OkStatus();
 }
 
+absl::Status GraphExecutable::RunCompiled(const CompiledPackage& package, HbmArena& arena,
+                                          std::span<const uint64_t> bindings) const {
+  std::vector<at::Tensor> tensors;
+  tensors.reserve(plan.inputs.size() + plan.outputs.size());
+  for (const TensorLayout& input : plan.inputs) {
+    absl::StatusOr<at::Tensor> tensor = internal::WrapLayout(arena, input, bindings);
+    if (!tensor.ok()) return tensor.status();
+    tensors.push_back(*std::move(tensor));
+  }
+  for (const GraphOutput& output : plan.outputs) {
+    absl::StatusOr<at::Tensor> tensor = internal::WrapLayout(arena, output.destination, bindings);
+    if (!tensor.ok()) return tensor.status();
+    tensors.push_back(*std::move(tensor));
+  }
+  try {
+    package.Run(std::move(tensors));
+  } catch (const c10::Error& error) {
+    return internal::OperatorError(
+        error, absl::StrFormat("graph '%s' (compiled): %s", plan.name,
+                               error.what_without_backtrace()));
+  } catch (const std::exception& error) {
+    return internal::OperatorError(
+        error, absl::StrFormat("graph '%s' (compiled): %s", plan.name, error.what()));
+  }
+  return absl::OkStatus();
+}
+
+void GraphExecutable::Adopt(Tier& tier,
+                            const absl::StatusOr<compiler::GraphCompiler::Package>& package) {
+  absl::StatusOr<std::unique_ptr<CompiledPackage>> loaded =
+      package.ok() ? CompiledPackage::Load(package->path)
+                   : absl::StatusOr<std::unique_ptr<CompiledPackage>>(package.status());
+  absl::MutexLock lock(&tier.mutex);
+  if (!loaded.ok()) {
+    tier.failure = std::string(loaded.status().message());
+    return;
+  }
+  tier.compile_seconds = package->compile_seconds;
+  tier.compiled.store(std::shared_ptr<const CompiledPackage>(*std::move(loaded)));
+}
+
+void GraphExecutable::CountLaunch() const {
+  const uint64_t launches = tier->launches.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (compiler == nullptr) return;
+  const uint64_t threshold = compiler->compile_after_launches();
+  if (threshold == 0 || launches < threshold || tier->requested.exchange(true)) return;
+  compiler->Request(plan, [weak = std::weak_ptr<Tier>(tier)](
+                              absl::StatusOr<compiler::GraphCompiler::Package> package) {
+    if (std::shared_ptr<Tier> alive = weak.lock()) Adopt(*alive, package);
+  });
+}
+
+ExecutableStatus GraphExecutable::status() const {
+  ExecutableStatus status{.launches = tier->launches.load(std::memory_order_relaxed)};
+  const bool compiled = tier->compiled.load() != nullptr;
+  status.tier = compiled ? 1 : 0;
+  absl::MutexLock lock(&tier->mutex);
+  status.compile_seconds = tier->compile_seconds;
+  if (compiled) {
+    status.compile_state = "compiled";
+  } else if (!tier->failure.empty()) {
+    status.compile_state = "interpreted (" + tier->failure.substr(0, 200) + ")";
+  } else if (tier->requested.load()) {
+    status.compile_state = "compiling";
+  } else {
+    status.compile_state = "interpreted";
+  }
+  return status;
+}
+
 absl::Status GraphExecutable::Run(HbmArena& arena, std::span<const uint64_t> bindings,
                                   std::span<const uint8_t> immediates,
                                   uint64_t max_host_bytes) const {
+  const std::shared_ptr<const CompiledPackage> compiled = tier->compiled.load();
+  absl::Status status;
   try {
     LaunchHostBudget budget(max_host_bytes);
     // The sim runs the CPU kernels themselves: no autograd, no views kept.
     c10::InferenceMode inference;
-    if (!plan.generator) return Interpret(arena, bindings, immediates);
-    absl::StatusOr<uint64_t> seed = internal::ReadSeed(immediates, plan.generator->offset);
-    if (!seed.ok()) return seed.status();
-    absl::Status status;
-    internal::WithSeededDefaultGenerator(
-        *seed, [&] { status = Interpret(arena, bindings, immediates); });
-    return status;
+    auto run = [&] {
+      status = compiled != nullptr ? RunCompiled(*compiled, arena, bindings)
+                                   : Interpret(arena, bindings, immediates);
+    };
+    if (plan.generator) {
+      absl::StatusOr<uint64_t> seed = internal::ReadSeed(immediates, plan.generator->offset);
+      if (!seed.ok()) return seed.status();
+      internal::WithSeededDefaultGenerator(*seed, run);
+    } else {
+      run();
+    }
   } catch (const c10::Error& error) {
     // Copying an output or freeing a value can still throw (out of memory).
     return internal::OperatorError(
         error, absl::StrFormat("graph '%s': %s", plan.name, error.what_without_backtrace()));
   }
+  if (compiled == nullptr) CountLaunch();
+  else tier->launches.fetch_add(1, std::memory_order_relaxed);
+  return status;
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(const GraphPlan& plan) {
-  auto executable = std::make_unique<GraphExecutable>(plan);
+absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
+    const GraphPlan& plan, compiler::GraphCompiler* compiler) {
+  auto executable = std::make_unique<GraphExecutable>(plan, compiler);
   uint64_t values = plan.inputs.size();
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
     const GraphNode& node = plan.nodes[n];
@@ -214,6 +319,13 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(const Grap
   }
   for (uint64_t id = 0; id < values; ++id) {
     if (last_reader[id] >= 0) executable->nodes[last_reader[id]].last_used_here.push_back(id);
+  }
+  // Compiled before (by this daemon or an earlier one): tier 1 at once.
+  if (compiler != nullptr && compiler->compile_after_launches() > 0) {
+    if (std::optional<compiler::GraphCompiler::Package> cached = compiler->Cached(plan)) {
+      executable->tier->requested.store(true);
+      GraphExecutable::Adopt(*executable->tier, *cached);
+    }
   }
   return executable;
 }

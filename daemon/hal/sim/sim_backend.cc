@@ -1,13 +1,16 @@
 #include "daemon/hal/sim/sim_backend.h"
 
+#include <torch/headeronly/version.h>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/hal/sim/aten_executable.h"
 #include "daemon/hal/sim/graph_executable.h"
 
 namespace neuron::rtd::hal::sim {
 
-SimBackend::SimBackend(std::vector<std::unique_ptr<SimDevice>> devices)
-    : devices_(std::move(devices)) {
+SimBackend::SimBackend(std::vector<std::unique_ptr<SimDevice>> devices,
+                       compiler::GraphCompiler* graph_compiler)
+    : devices_(std::move(devices)), graph_compiler_(graph_compiler) {
   device_views_.reserve(devices_.size());
   for (const auto& device : devices_) device_views_.push_back(device.get());
 }
@@ -17,10 +20,12 @@ absl::StatusOr<std::unique_ptr<Executable>> SimBackend::PrepareExecutable(
   absl::StatusOr<std::unique_ptr<SimExecutable>> prepared =
       std::holds_alternative<EagerOpPlan>(spec)
           ? PrepareAtenExecutable(std::get<EagerOpPlan>(spec))
-          : PrepareGraphExecutable(std::get<GraphPlan>(spec));
+          : PrepareGraphExecutable(std::get<GraphPlan>(spec), graph_compiler_);
   if (!prepared.ok()) return prepared.status();
   return std::unique_ptr<Executable>(*std::move(prepared));
 }
+
+std::string LinkedTorchVersion() { return TORCH_VERSION; }
 
 absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& options,
                                                              OsSysCalls& sys_calls) {
@@ -46,7 +51,7 @@ absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& o
     devices.push_back(std::make_unique<SimDevice>(std::move(info), *std::move(arena),
                                                   options.max_launch_host_bytes));
   }
-  return std::make_unique<SimBackend>(std::move(devices));
+  return std::make_unique<SimBackend>(std::move(devices), options.graph_compiler);
 }
 
 }  // namespace neuron::rtd::hal::sim

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/common/os_sys_calls.h"
+#include "daemon/compiler/graph_compiler.h"
 #include "daemon/hal/device.h"
 #include "daemon/hal/sim/presets.h"
 #include "daemon/hal/sim/sim_device.h"
@@ -24,11 +25,15 @@ struct SimOptions {
   uint32_t logical_nc_config = 0;
   // Host memory the CPU kernels of one launch may hold at once.
   uint64_t max_launch_host_bytes = 4ull << 30;
+  // Compiles hot graphs (tier 1); null: graphs stay interpreted. Outlives
+  // the backend.
+  compiler::GraphCompiler* graph_compiler = nullptr;
 };
 
 class SimBackend final : public Backend {
  public:
-  explicit SimBackend(std::vector<std::unique_ptr<SimDevice>> devices);
+  SimBackend(std::vector<std::unique_ptr<SimDevice>> devices,
+             compiler::GraphCompiler* graph_compiler);
 
   BackendKind kind() const override { return BackendKind::kSim; }
   std::span<Device* const> devices() const override { return device_views_; }
@@ -40,7 +45,12 @@ class SimBackend final : public Backend {
  private:
   std::vector<std::unique_ptr<SimDevice>> devices_;
   std::vector<Device*> device_views_;
+  compiler::GraphCompiler* const graph_compiler_;
 };
+
+// The version of the torch the sim runs kernels with ("2.13.0"): compiled
+// graphs must be built by the same.
+std::string LinkedTorchVersion();
 
 // INVALID_ARGUMENT for an unknown preset or a bad LNC (the message names the
 // valid values); RESOURCE_EXHAUSTED when the HBM cannot be reserved.

@@ -10,6 +10,7 @@
 
 #include "csrc/aten/internal/CallWalker.h"
 #include "csrc/graph/CompiledGraph.h"
+#include "csrc/runtime/NeuronFunctions.h"
 
 namespace torch_neuronx {
 namespace {
@@ -126,6 +127,22 @@ void BindCompiledGraph(py::module& module) {
       });
   module.def("_load_graph", &LoadGraph, py::arg("name"), py::arg("device"), py::arg("inputs"),
              py::arg("nodes"), py::arg("results"), py::arg("random"));
+  // {executable id: (tier, compile state)} of the daemon's graph executables.
+  module.def("_graph_tiers", [] {
+    absl::StatusOr<neuronrt::CacheInfo> info;
+    {
+      py::gil_scoped_release no_gil;
+      info = GetRuntime().session().client().GetCacheInfo(/*list_executables=*/true);
+    }
+    ThrowIfError(info.status(), "asking neuron-rtd for its executables");
+    py::dict tiers;
+    for (const neuronrt::CachedExecutable& executable : info->executables) {
+      if (executable.kind != "graph") continue;
+      tiers[py::int_(executable.executable_id)] =
+          py::make_tuple(executable.tier, executable.compile_state);
+    }
+    return tiers;
+  });
 }
 
 }  // namespace torch_neuronx

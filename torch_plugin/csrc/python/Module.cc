@@ -92,7 +92,9 @@ py::dict DeviceProperties(int device) {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "torch_neuronx native backend (PrivateUse1) on neuron-rtd";
-  m.def("_set_daemon_binary", [](std::string path) { Runtime::SetDaemonBinary(std::move(path)); });
+  m.def("_set_daemon_binary", [](std::string path, std::string compiler_python) {
+    Runtime::SetDaemonBinary(std::move(path), std::move(compiler_python));
+  });
   m.def("_device_count", [] {
     py::gil_scoped_release no_gil;
     return static_cast<int>(DeviceCountNoThrow());

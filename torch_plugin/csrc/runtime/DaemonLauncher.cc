@@ -185,9 +185,11 @@ absl::StatusOr<neuronrt::DaemonAddress> EnsureDaemon(const LaunchOptions& option
   }
   const std::string log_path = address->socket_path + ".log";
   const std::string binary = BinaryOf(options);
-  const std::vector<std::string> argv = {
-      binary, "--socket", address->socket_path, "--idle-exit",
-      std::to_string(options.idle_exit_seconds)};
+  std::vector<std::string> argv = {binary, "--socket", address->socket_path, "--idle-exit",
+                                   std::to_string(options.idle_exit_seconds)};
+  if (!options.compiler_python.empty()) {
+    argv.insert(argv.end(), {"--compiler-python", options.compiler_python});
+  }
   if (absl::Status spawned = SpawnDetached(argv, log_path); !spawned.ok()) return spawned;
   // Several processes may be starting daemons at once; one of them wins the
   // socket and every process waits for whichever daemon answers.

@@ -19,6 +19,9 @@ struct LaunchOptions {
   // Seconds an automatically started daemon stays without sessions
   // ($NEURON_RTD_IDLE_EXIT, default 300).
   int idle_exit_seconds = 300;
+  // The Python interpreter of this process (it has the daemon's torch): the
+  // started daemon's compiler worker runs with it.
+  std::string compiler_python;
 };
 
 // Reads NEURON_RTD_AUTOSTART and NEURON_RTD_IDLE_EXIT.

@@ -16,6 +16,7 @@ namespace {
 absl::Mutex open_mutex(absl::kConstInit);
 std::atomic<Runtime*> opened{nullptr};
 std::string* daemon_binary ABSL_GUARDED_BY(open_mutex) = nullptr;
+std::string* worker_python ABSL_GUARDED_BY(open_mutex) = nullptr;
 std::atomic<bool> in_bad_fork{false};
 
 void MarkForkedChild() { in_bad_fork.store(true, std::memory_order_relaxed); }
@@ -40,10 +41,12 @@ Runtime::Runtime(std::unique_ptr<neuronrt::Session> session)
       stream_priorities_(session_->cores().size()),
       pools_(session_->cores().size()) {}
 
-void Runtime::SetDaemonBinary(std::string path) {
+void Runtime::SetDaemonBinary(std::string path, std::string compiler_python) {
   absl::MutexLock lock(&open_mutex);
   delete daemon_binary;
   daemon_binary = new std::string(std::move(path));
+  delete worker_python;
+  worker_python = new std::string(std::move(compiler_python));
 }
 
 bool Runtime::InBadFork() { return in_bad_fork.load(std::memory_order_relaxed); }
@@ -83,8 +86,10 @@ absl::StatusOr<Runtime*> Runtime::Get() {
   // As in neuron-rtd: Debian's Abseil checks every lock for deadlock
   // cycles unless told not to.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::StatusOr<neuronrt::DaemonAddress> address = EnsureDaemon(
-      LaunchOptionsFromEnvironment(daemon_binary == nullptr ? std::string() : *daemon_binary));
+  LaunchOptions launch =
+      LaunchOptionsFromEnvironment(daemon_binary == nullptr ? std::string() : *daemon_binary);
+  if (worker_python != nullptr) launch.compiler_python = *worker_python;
+  absl::StatusOr<neuronrt::DaemonAddress> address = EnsureDaemon(launch);
   if (!address.ok()) return address.status();
   neuronrt::SessionOptions options;
   if (MustNameAddress(*address)) options.client.address = address->target;

@@ -43,9 +43,9 @@ class Runtime {
   // open, a daemon answers, or one can be started (DaemonAnswersOrCanStart;
   // asked once, then remembered). Opens no session, starts no daemon.
   static bool Reachable();
-  // Where autostart finds neuron-rtd (the copy inside the wheel). Call
-  // before first use.
-  static void SetDaemonBinary(std::string path);
+  // Where autostart finds neuron-rtd (the copy inside the wheel), and the
+  // Python its compiler worker runs with. Call before first use.
+  static void SetDaemonBinary(std::string path, std::string compiler_python);
   // True in a child forked after the session opened: the session (its
   // shared memory, sockets and threads) belongs to the parent, so the child
   // must not use the device (as with CUDA; use the "spawn" start method).

@@ -122,12 +122,24 @@ def compiled_graphs():
     """The graphs torch.compile(backend="neuron") compiled in this process,
     oldest first: each a dict with its ``name`` ("forward_0", "backward_1",
     "inference_2", ...), its ``nodes`` (ATen operators), its ``launches``
-    so far, and ``client_nodes``: why nodes of it run eagerly on the client
-    rather than in its graph executables (empty when the whole graph is
-    one executable)."""
-    return [{"name": graph["name"], "nodes": graph["nodes"],
-             "launches": sum(executable.launches for executable in graph["executables"]),
-             "client_nodes": list(graph["client_nodes"])} for graph in _graphs]
+    so far, ``client_nodes``: why nodes of it run eagerly on the client
+    rather than in its graph executables (empty when the whole graph is one
+    executable), and from the daemon its ``tier`` (0: interpreted, 1: every
+    executable of it runs compiled) and ``compile_state``."""
+    from torch_neuronx import _C
+
+    tiers = _C._graph_tiers() if _graphs else {}
+    listed = []
+    for graph in _graphs:
+        states = [tiers.get(executable.executable_id, (0, "unloaded"))
+                  for executable in graph["executables"] if executable.executable_id]
+        listed.append({
+            "name": graph["name"], "nodes": graph["nodes"],
+            "launches": sum(executable.launches for executable in graph["executables"]),
+            "client_nodes": list(graph["client_nodes"]),
+            "tier": 1 if states and all(tier == 1 for tier, _ in states) else 0,
+            "compile_state": "; ".join(state for _, state in states)})
+    return listed
 
 
 __all__ = ["compiled_graphs", "neuron_backend"]

@@ -1,0 +1,170 @@
+#include "daemon/compiler/compile_service.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+#include "daemon/compiler/graph_json.h"
+#include "neuron/rtd/content_hash.h"
+#include "spdlog/spdlog.h"
+
+namespace neuron::rtd::compiler {
+namespace {
+
+// What the worker does to a graph besides compiling it: part of every key,
+// so that a change of either makes earlier packages miss.
+constexpr char kCompilerFlags[] = "aoti-package destination-passing fallback-random v1";
+
+}  // namespace
+
+std::string HostCpuId() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(cpuinfo, line)) {
+    if (model.empty() && line.starts_with("model name")) model = line;
+    if (flags.empty() && line.starts_with("flags")) flags = line;
+    if (!model.empty() && !flags.empty()) break;
+  }
+  return ContentHash(model + "\n" + flags);
+}
+
+absl::StatusOr<std::unique_ptr<CompileService>> CompileService::Create(
+    CompileServiceOptions options, OsSysCalls& sys_calls) {
+  absl::StatusOr<std::unique_ptr<ArtifactCache>> cache =
+      ArtifactCache::Open(options.cache, sys_calls);
+  if (!cache.ok()) return cache.status();
+  return std::unique_ptr<CompileService>(
+      new CompileService(std::move(options), *std::move(cache)));
+}
+
+CompileService::CompileService(CompileServiceOptions options,
+                               std::unique_ptr<ArtifactCache> cache)
+    : options_(std::move(options)), cache_(std::move(cache)), worker_(options_.worker) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+CompileService::~CompileService() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  // The worker may be in the middle of a compile: it is killed, and the
+  // thread sees the service stopping once its read fails.
+  worker_.Interrupt();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string CompileService::KeyOf(const hal::GraphPlan& graph) const {
+  return ContentHash(absl::StrFormat("%s\ntorch %s\n%s\ncpu %s\n", GraphJson(graph),
+                                     options_.torch_version, kCompilerFlags, options_.cpu_id));
+}
+
+std::optional<GraphCompiler::Package> CompileService::Cached(const hal::GraphPlan& graph) {
+  std::optional<std::string> found = cache_->Find(KeyOf(graph));
+  if (!found) return std::nullopt;
+  absl::MutexLock lock(&mutex_);
+  ++stats_.cache_hits;
+  return Package{.path = *found};
+}
+
+void CompileService::Request(const hal::GraphPlan& graph, Ready ready) {
+  Job job{.key = KeyOf(graph), .name = graph.name, .graph_json = GraphJson(graph),
+          .ready = std::move(ready)};
+  absl::MutexLock lock(&mutex_);
+  if (stopping_) return;
+  jobs_.push_back(std::move(job));
+  ++stats_.queued;
+}
+
+CompileStats CompileService::stats() const {
+  absl::MutexLock lock(&mutex_);
+  CompileStats stats = stats_;
+  stats.queued = jobs_.size();
+  return stats;
+}
+
+absl::StatusOr<GraphCompiler::Package> CompileService::Build(const Job& job) {
+  if (std::optional<std::string> found = cache_->Find(job.key)) {
+    absl::MutexLock lock(&mutex_);
+    ++stats_.cache_hits;
+    return Package{.path = *found};
+  }
+  absl::StatusOr<WorkerInfo> worker = worker_.Start();
+  if (!worker.ok()) {
+    // A worker that never started will not start for the next graph either.
+    return worker_.ever_ready() ? worker.status()
+                                : absl::FailedPreconditionError(worker.status().message());
+  }
+  // "2.13.0+cpu" is a build of "2.13.0", which the daemon's headers name.
+  const std::string worker_version =
+      worker->torch_version.substr(0, worker->torch_version.find('+'));
+  if (worker_version != options_.torch_version.substr(0, options_.torch_version.find('+'))) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the compiler worker's Python (%s) has torch %s; this daemon runs torch %s ([compiler] "
+        "python names the interpreter)",
+        options_.worker.python, worker->torch_version, options_.torch_version));
+  }
+  const std::string output = absl::StrFormat("%s/pending-%d.pt2", options_.worker.scratch_dir,
+                                             next_output_++);
+  const auto started = std::chrono::steady_clock::now();
+  if (absl::Status compiled = worker_.Compile(job.graph_json, output); !compiled.ok()) {
+    return compiled;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  absl::StatusOr<std::string> stored = cache_->Store(job.key, output, job.name, seconds);
+  if (!stored.ok()) return stored.status();
+  absl::MutexLock lock(&mutex_);
+  ++stats_.builds;
+  stats_.build_seconds += seconds;
+  spdlog::info("graph '{}' compiled in {:.1f} s", job.name, seconds);
+  return Package{.path = *stored, .compile_seconds = seconds};
+}
+
+void CompileService::Loop() {
+  while (true) {
+    Job job;
+    {
+      absl::MutexLock lock(&mutex_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+        return stopping_ || !jobs_.empty();
+      };
+      mutex_.Await(absl::Condition(&ready));
+      if (stopping_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    std::string unavailable;
+    {
+      absl::MutexLock lock(&mutex_);
+      unavailable = stats_.unavailable;
+    }
+    absl::StatusOr<Package> package =
+        unavailable.empty() ? Build(job)
+                            : absl::StatusOr<Package>(absl::UnavailableError(unavailable));
+    if (!package.ok()) {
+      absl::MutexLock lock(&mutex_);
+      if (stopping_) return;
+      ++stats_.failures;
+      const absl::StatusCode code = package.status().code();
+      // A worker that cannot start, or has another torch, will not get
+      // better: later graphs are not tried. A graph that did not compile
+      // is that graph's failure.
+      if (unavailable.empty() && code == absl::StatusCode::kFailedPrecondition) {
+        stats_.unavailable = std::string(package.status().message());
+        spdlog::warn("compiled graphs are off: {}", stats_.unavailable);
+      } else if (unavailable.empty()) {
+        spdlog::warn("graph '{}' stays interpreted: {}", job.name,
+                     std::string(package.status().message()));
+      }
+    }
+    {
+      absl::MutexLock lock(&mutex_);
+      stats_.worker_starts = worker_.starts();
+    }
+    job.ready(std::move(package));
+  }
+}
+
+}  // namespace neuron::rtd::compiler
