@@ -177,6 +177,7 @@ grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequ
     out->set_utilization(static_cast<double>(stats.busy_ns) / static_cast<double>(interval_ns));
     out->set_executions_completed(stats.completed);
     out->set_executions_failed(stats.failed);
+    out->set_busy_ns(stats.busy_ns);
     Summarize(stats.latency_log2_ns, out->mutable_execution_latency());
   }
   for (const hal::Device* device : backend_.devices()) {

@@ -76,6 +76,8 @@ struct CoreStats {
   double utilization = 0;
   uint64_t executions_completed = 0;
   uint64_t executions_failed = 0;
+  // Engine time since the daemon started, cumulative.
+  uint64_t busy_ns = 0;
   // Execution time percentiles, upper bounds of power-of-two buckets.
   uint64_t latency_p50_ns = 0;
   uint64_t latency_p99_ns = 0;

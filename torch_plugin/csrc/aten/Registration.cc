@@ -36,4 +36,37 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
 }
 
+// Operators whose CompositeExplicitAutograd kernel a device without its own
+// takes, and which that kernel turns into many launches where the daemon
+// needs one: the foreach family (an optimizer step) runs tensor by tensor,
+// and every Scalar overload wraps its number in a CPU tensor and calls the
+// Tensor overload, which must then copy that tensor to the device first.
+// Sent as they are, a foreach call is one launch and a Scalar is an
+// immediate. Found in the dispatcher's table, so operators PyTorch adds are
+// covered: aten's, without a neuron kernel of their own, not out= ones.
+bool RunsWholeInTheDaemon(const c10::OperatorHandle& op) {
+  const c10::OperatorName& name = op.operator_name();
+  if (!name.name.starts_with("aten::")) return false;
+  const bool foreach = name.name.starts_with("aten::_foreach_");
+  const bool scalar_overload = name.overload_name == "Scalar";
+  if (!foreach && !scalar_overload) return false;
+  if (name.overload_name.find("out") != std::string::npos) return false;
+  return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+         !op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1);
+}
+
+const bool registered_composites = [] {
+  static auto* library = new torch::Library(torch::Library::IMPL, "aten",
+                                            c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+    std::optional<c10::OperatorHandle> op = c10::Dispatcher::singleton().findOp(name);
+    if (!op || !RunsWholeInTheDaemon(*op)) continue;
+    const std::string qualified =
+        name.overload_name.empty() ? name.name.substr(6)
+                                   : name.name.substr(6) + "." + name.overload_name;
+    library->impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  }
+  return true;
+}();
+
 }  // namespace torch_neuronx

@@ -138,6 +138,25 @@ PYBIND11_MODULE(_C, m) {
     return result;
   });
   m.def("_memory_stats", &MemoryStats);
+  // The daemon's cores: engine time and commands so far (benchmarks).
+  m.def("_core_stats", [] {
+    absl::StatusOr<std::vector<neuronrt::CoreStats>> cores;
+    {
+      py::gil_scoped_release no_gil;
+      cores = GetRuntime().session().client().GetStats();
+    }
+    ThrowIfError(cores.status(), "asking neuron-rtd for its cores' statistics");
+    py::list result;
+    for (const neuronrt::CoreStats& core : *cores) {
+      py::dict entry;
+      entry["core"] = core.core;
+      entry["busy_ns"] = core.busy_ns;
+      entry["completed"] = core.executions_completed;
+      entry["failed"] = core.executions_failed;
+      result.append(entry);
+    }
+    return result;
+  });
   m.def("_device_properties", &DeviceProperties);
   m.def("_stream_priority", [](int device, int64_t stream_id) {
     CheckDevice(device);
