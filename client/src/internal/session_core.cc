@@ -179,8 +179,16 @@ absl::Status SessionCore::MarkClosed() {
 std::optional<StagingChunk> SessionCore::TakeFreeChunk(uint64_t size) {
   uint64_t offset = staging_next_;
   if (offset + size > staging_->size()) offset = 0;
-  for (const StagingEntry& entry : staging_entries_) {
-    if (offset < entry.offset + entry.size && entry.offset < offset + size) return std::nullopt;
+  if (!staging_entries_.empty()) {
+    // Chunks are taken in ring order and given back oldest first, so the
+    // live ones fill one circular span, from the oldest's start to the
+    // newest's end: only it need be checked (a deep queue of small copies
+    // made a scan of every entry the client's hottest loop).
+    const uint64_t start = staging_entries_.front().offset;
+    const uint64_t end = staging_entries_.back().offset + staging_entries_.back().size;
+    const bool overlaps = start < end ? offset < end && start < offset + size
+                                      : offset + size > start || offset < end;
+    if (overlaps) return std::nullopt;
   }
   staging_entries_.push_back(
       StagingEntry{.offset = offset, .size = size, .stream = {}, .stream_id = 0, .value = 0,
@@ -230,12 +238,13 @@ bool SessionCore::StagingDone(const StagingEntry& entry) {
 
 void SessionCore::ReleaseStaging(const StagingChunk& chunk, Event done) {
   absl::MutexLock lock(&staging_mutex_);
-  for (StagingEntry& entry : staging_entries_) {
-    if (entry.offset == chunk.offset && !entry.released) {
-      entry.stream = done.stream_;
-      entry.stream_id = done.valid() ? done.stream_id() : 0;
-      entry.value = done.value();
-      entry.released = true;
+  // Usually the newest chunk: searched from there.
+  for (auto entry = staging_entries_.rbegin(); entry != staging_entries_.rend(); ++entry) {
+    if (entry->offset == chunk.offset && !entry->released) {
+      entry->stream = done.stream_;
+      entry->stream_id = done.valid() ? done.stream_id() : 0;
+      entry->value = done.value();
+      entry->released = true;
       break;
     }
   }
