@@ -1,7 +1,7 @@
 """neuron-rtd's compiler worker: the simulated neuronx-cc.
 
-neuron-rtd starts this program as a separate, supervised process (never as
-root, with resource limits and a timeout per graph) and sends it graphs that
+neuron-rtd starts this program as a separate, supervised process (as the
+daemon's user, with resource limits and a timeout per graph) and sends it graphs that
 clients have launched often enough. Each graph arrives as data, the JSON
 form of a graph executable that the daemon has already checked; this
 program rebuilds it as an FX graph of ATen operators, rewrites it to write

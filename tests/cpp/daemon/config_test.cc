@@ -129,6 +129,44 @@ TEST(ConfigTest, SchedulerSettings) {
               HasSubstr("must be a table of user = weight"));
 }
 
+TEST(ConfigTest, CompilerSettings) {
+  absl::StatusOr<DaemonConfig> defaults = ParseConfig("", "c.toml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->compiler.compile_after_launches, 2u);
+  EXPECT_EQ(defaults->compiler.python, "python3");
+  EXPECT_EQ(defaults->compiler.cache_dir, "");
+  EXPECT_EQ(defaults->compiler.timeout_seconds, 600u);
+  absl::StatusOr<DaemonConfig> config = ParseConfig(
+      "[compiler]\ncompile_after_launches = 0\npython = \"/opt/py/bin/python\"\n"
+      "worker = \"/opt/w.py\"\ncache_dir = \"/var/cache/x\"\nmax_cache_bytes = 1048576\n"
+      "timeout_seconds = 30\nmax_worker_memory_bytes = 0\n",
+      "c.toml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->compiler.compile_after_launches, 0u);
+  EXPECT_EQ(config->compiler.python, "/opt/py/bin/python");
+  EXPECT_EQ(config->compiler.worker, "/opt/w.py");
+  EXPECT_EQ(config->compiler.cache_dir, "/var/cache/x");
+  EXPECT_EQ(config->compiler.max_cache_bytes, 1u << 20);
+  EXPECT_EQ(config->compiler.timeout_seconds, 30u);
+  EXPECT_EQ(config->compiler.max_worker_memory_bytes, 0u);
+  EXPECT_THAT(ParseConfig("[compiler]\ntimeout_seconds = 0\n", "c.toml").status().message(),
+              AllOf(HasSubstr("c.toml:2"), HasSubstr("'compiler.timeout_seconds'")));
+  EXPECT_THAT(ParseConfig("[compiler]\nmax_cache_bytes = 5\n", "c.toml").status().message(),
+              HasSubstr("'compiler.max_cache_bytes'"));
+
+  DaemonConfig overridden = *defaults;
+  ASSERT_TRUE(ApplyOverrides(ConfigOverrides{.compiler_python = "/usr/bin/python3.11",
+                                             .compiler_cache_dir = "/tmp/cc",
+                                             .compile_after_launches = 7},
+                             overridden)
+                  .ok());
+  EXPECT_EQ(overridden.compiler.python, "/usr/bin/python3.11");
+  EXPECT_EQ(overridden.compiler.cache_dir, "/tmp/cc");
+  EXPECT_EQ(overridden.compiler.compile_after_launches, 7u);
+  EXPECT_THAT(ApplyOverrides(ConfigOverrides{.compile_after_launches = -1}, overridden).message(),
+              HasSubstr("--compile-after-launches"));
+}
+
 TEST(ConfigTest, UnknownKeyNamesKeyFileAndKnownKeys) {
   absl::StatusOr<DaemonConfig> config = ParseConfig("[server]\nsockt = \"/x\"\n", "/etc/a.toml");
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
