@@ -249,11 +249,12 @@ std::string FormatNanoseconds(uint64_t ns) {
 
 std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores) {
   std::vector<std::vector<std::string>> rows = {
-      {"CORE", "UTIL", "COMPLETED", "FAILED", "P50", "P99", "MAX"}};
+      {"CORE", "UTIL", "NOW", "COMPLETED", "FAILED", "P50", "P99", "MAX"}};
   for (const neuronrt::CoreStats& core : cores) {
     const bool ran = core.executions_completed + core.executions_failed > 0;
     rows.push_back({absl::StrFormat("%d", core.core),
                     absl::StrFormat("%.1f%%", core.utilization * 100),
+                    absl::StrFormat("%.0f%%", core.recent_compute_utilization * 100),
                     absl::StrFormat("%d", core.executions_completed),
                     absl::StrFormat("%d", core.executions_failed),
                     ran ? "<" + FormatNanoseconds(core.latency_p50_ns + 1) : "-",
@@ -269,6 +270,7 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
     list.push_back({
         {"core", core.core},
         {"utilization", core.utilization},
+        {"recent_compute_utilization", core.recent_compute_utilization},
         {"executions_completed", core.executions_completed},
         {"executions_failed", core.executions_failed},
         {"latency_p50_ns", core.latency_p50_ns},

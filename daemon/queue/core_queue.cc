@@ -20,6 +20,9 @@
 namespace neuron::rtd::queue {
 namespace {
 
+// torch.neuron.utilization's window, as NVML's sample period (up to 1 s).
+constexpr double kRecentWindowNs = 1e9;
+constexpr int64_t kRecentFoldNs = 10'000'000;
 
 void DrainEventFd(int fd) {
   uint64_t value;
@@ -71,6 +74,7 @@ CoreQueue::CoreQueue(uint32_t core, hal::Device& device, CoreQueueOptions option
           -static_cast<int>(std::max<uint32_t>(1, device.info().stream_priority_levels) - 1)),
       epoll_fd_(epoll_fd),
       wake_fd_(wake_fd),
+      recent_compute_ns_(kRecentWindowNs),
       fair_(options_.fair),
       dma_fair_(options_.fair) {
   record_buffer_.resize(NEURON_RTD_MAX_RECORD_BYTES);
@@ -268,7 +272,12 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
     const int64_t started = Now();
     const Outcome outcome = Execute(stream, *context, *std::move(record));
     if (outcome == Outcome::kBlocked) break;
-    if (outcome == Outcome::kDone) Account(static_cast<uint64_t>(std::max<int64_t>(0, Now() - started)));
+    if (outcome == Outcome::kDone) {
+      const int64_t finished = Now();
+      const auto took = static_cast<uint64_t>(std::max<int64_t>(0, finished - started));
+      Account(took);
+      AccountRecentCompute(finished, took);
+    }
     ++served;
     if (outcome == Outcome::kDispatched) break;
   }
@@ -374,8 +383,22 @@ void CoreQueue::Account(uint64_t ns) {
   latency_log2_ns_[std::bit_width(ns) % 64].fetch_add(1, std::memory_order_relaxed);
 }
 
+void CoreQueue::AccountRecentCompute(int64_t now, uint64_t ns) {
+  unfolded_compute_ns_ += ns;
+  if (now - last_fold_ns_ < kRecentFoldNs) return;
+  absl::MutexLock lock(&recent_mutex_);
+  recent_compute_ns_.Add(now, static_cast<double>(unfolded_compute_ns_));
+  unfolded_compute_ns_ = 0;
+  last_fold_ns_ = now;
+}
+
 CoreQueue::Stats CoreQueue::stats() const {
   Stats stats;
+  {
+    absl::MutexLock lock(&recent_mutex_);
+    stats.recent_compute_utilization = std::min(
+        1.0, recent_compute_ns_.ValueAt(Now()) / recent_compute_ns_.window_ns());
+  }
   stats.completed = completed_.load(std::memory_order_relaxed);
   stats.failed = failed_.load(std::memory_order_relaxed);
   stats.busy_ns = busy_ns_.load(std::memory_order_relaxed);

@@ -19,6 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/common/decaying_sum.h"
 #include "daemon/exec/executable.h"
 #include "daemon/hal/device.h"
 #include "daemon/queue/fair_queue.h"
@@ -81,6 +82,9 @@ class CoreQueue {
     uint64_t busy_ns = 0;
     // Execution times: bucket i counts commands that took [2^(i-1), 2^i) ns.
     std::array<uint64_t, 64> latency_log2_ns{};
+    // The share of about the last second the compute engine was busy, 0 to
+    // 1 (torch.neuron.utilization).
+    double recent_compute_utilization = 0;
   };
   Stats stats() const;
 
@@ -192,6 +196,10 @@ class CoreQueue {
   absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch);
 
   void Account(uint64_t ns);
+  // Worker only: compute time into recent_compute_ns_, folded in at most
+  // every kRecentFoldNs so that the lock is taken about a hundred times a
+  // second, not per command.
+  void AccountRecentCompute(int64_t now, uint64_t ns);
 
   const uint32_t core_;
   hal::Device& device_;
@@ -213,7 +221,11 @@ class CoreQueue {
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> busy_ns_{0};
   std::array<std::atomic<uint64_t>, 64> latency_log2_ns_{};
+  mutable absl::Mutex recent_mutex_;
+  DecayingSum recent_compute_ns_ ABSL_GUARDED_BY(recent_mutex_);
   // Worker only.
+  uint64_t unfolded_compute_ns_ = 0;
+  int64_t last_fold_ns_ = 0;
   FairQueue fair_;
   // DMA thread only.
   FairQueue dma_fair_;

@@ -178,6 +178,7 @@ grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequ
     out->set_executions_completed(stats.completed);
     out->set_executions_failed(stats.failed);
     out->set_busy_ns(stats.busy_ns);
+    out->set_recent_compute_utilization(stats.recent_compute_utilization);
     Summarize(stats.latency_log2_ns, out->mutable_execution_latency());
   }
   for (const hal::Device* device : backend_.devices()) {

@@ -78,6 +78,8 @@ struct CoreStats {
   uint64_t executions_failed = 0;
   // Engine time since the daemon started, cumulative.
   uint64_t busy_ns = 0;
+  // The share of about the last second the compute engine was busy, 0 to 1.
+  double recent_compute_utilization = 0;
   // Execution time percentiles, upper bounds of power-of-two buckets.
   uint64_t latency_p50_ns = 0;
   uint64_t latency_p99_ns = 0;

@@ -151,6 +151,7 @@ CoreStats FromProto(const v1::CoreStats& core) {
                    .executions_completed = core.executions_completed(),
                    .executions_failed = core.executions_failed(),
                    .busy_ns = core.busy_ns(),
+                   .recent_compute_utilization = core.recent_compute_utilization(),
                    .latency_p50_ns = core.execution_latency().p50_ns(),
                    .latency_p99_ns = core.execution_latency().p99_ns(),
                    .latency_max_ns = core.execution_latency().max_ns()};

@@ -1,7 +1,10 @@
 // The core queue's mechanics: a large transfer yields the DMA engine
 // between chunks, detached and destroyed streams are let go and stay
-// answered, queued commands are counted without trusting the ring.
+// answered, queued commands are counted without trusting the ring, recent
+// utilization fades with its window.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "daemon/core_queue_fixture.h"
 
@@ -162,4 +165,24 @@ TEST_F(CoreQueueTest, QueuedCommandsAreCountedFromTheRingAndNeverTrustIt) {
 }
 
 }  // namespace
+TEST_F(CoreQueueTest, RecentUtilizationIsTheComputeEnginesBusyShareOfAboutTheLastSecond) {
+  UseFakeClock();
+  auto session = MakeSession(1);
+  std::shared_ptr<Stream> stream = MakeStream(session);
+  // One second of back-to-back 10 ms commands from idle: a window of one
+  // second holds 1 - 1/e of a fully busy core.
+  constexpr int kCommands = 100;
+  for (int i = 0; i < kCommands; ++i) Append(*stream, NEURON_RTD_OP_SIGNAL);
+  log_.cost_ns[stream->id()] = 10'000'000;
+  EXPECT_EQ(queue_->stats().recent_compute_utilization, 0);
+  log_.released.Notify();  // no completion holds the worker
+  ASSERT_TRUE(queue_->Attach(stream).ok());
+  AwaitCompletions(kCommands);
+  EXPECT_NEAR(queue_->stats().recent_compute_utilization, 1 - std::exp(-1.0), 0.02);
+
+  // Five idle seconds later it has faded out.
+  fake_clock_ += 5'000'000'000;
+  EXPECT_LT(queue_->stats().recent_compute_utilization, 0.01);
+}
+
 }  // namespace neuron::rtd::queue

@@ -445,9 +445,11 @@ TEST_F(DataPlaneTest, StatsCountEveryCoresCommands) {
   EXPECT_EQ(cores[1]["executions_failed"], 1);
   EXPECT_GT(cores[1]["latency_max_ns"].get<uint64_t>(), 0u);
   EXPECT_GE(cores[1]["latency_max_ns"].get<uint64_t>(), cores[1]["latency_p50_ns"].get<uint64_t>());
+  EXPECT_EQ(cores[0]["recent_compute_utilization"], 0.0);
   testing::CommandResult table =
       testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "stats"});
   EXPECT_THAT(table.out, HasSubstr("UTIL"));
+  EXPECT_THAT(table.out, HasSubstr("NOW"));
 }
 
 TEST_F(DataPlaneTest, DrainRefusesNewSessionsAndKeepsRunningOnes) {
