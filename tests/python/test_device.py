@@ -2,6 +2,8 @@
 torch.accelerator, tensor creation and copies."""
 
 import io
+import os
+import time
 
 import pytest
 import torch
@@ -61,6 +63,46 @@ def test_the_device_says_what_it_is():
     assert torch.get_device_module("neuron").get_device_name(torch.device("neuron:0")) == "trn2"
     with pytest.raises(ValueError, match="neuron:57 does not exist"):
         torch.neuron.get_device_properties(57)
+
+
+def test_memory_summary_is_cudas_table_of_the_allocators_statistics():
+    held = torch.empty(3 << 20, dtype=torch.uint8, device="neuron")
+    summary = torch.neuron.memory_summary()
+    lines = summary.splitlines()
+    assert "PyTorch neuron memory summary, device ID 0" in lines[1]
+    assert len({len(line) for line in lines}) == 1, summary  # a table's borders line up
+    allocated = next(line for line in lines if "Allocated memory" in line)
+    current = int(allocated.split("|")[2].split()[0])
+    assert current == torch.neuron.memory_allocated() // 1024, summary  # shown in KiB
+    assert current >= 3 << 10
+    assert "from large pool" in summary
+    assert "from large pool" not in torch.neuron.memory_summary(abbreviated=True)
+    del held
+
+
+def test_utilization_is_the_cores_busy_share_of_about_the_last_second():
+    a = torch.randn(512, 512, device="neuron")
+    # About a second of back-to-back products: at least half of a one-second
+    # window (1 - 1/e of a fully busy core after one second).
+    started = time.monotonic()
+    while time.monotonic() - started < 1.0:
+        for _ in range(8):
+            a = torch.tanh(a @ a)
+        torch.neuron.synchronize()
+    busy = torch.neuron.utilization()
+    assert 40 <= busy <= 100
+    assert torch.neuron.utilization("neuron:0") == pytest.approx(busy, abs=10)
+
+
+def test_list_processes_names_this_process_and_its_device_memory():
+    held = torch.empty(8 << 20, dtype=torch.uint8, device="neuron")
+    listing = torch.neuron.list_processes()
+    lines = listing.splitlines()
+    assert lines[0] == "neuron:0 (NeuronCore 0)"
+    mine = next(line for line in lines if f"process {os.getpid():>10d} uses" in line)
+    megabytes = float(mine.split("uses")[1].split()[0])
+    assert megabytes >= 8
+    del held
 
 
 def test_device_of_and_stream_context():

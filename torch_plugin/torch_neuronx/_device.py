@@ -343,6 +343,15 @@ def empty_cache():
         _C._empty_cache()
 
 
+def memory_summary(device=None, abbreviated=False):
+    """The caching allocator's statistics as a table, laid out as
+    ``torch.cuda.memory_summary``'s (for a log line, or beside an
+    out-of-memory error)."""
+    from torch_neuronx._memory_summary import format_summary
+
+    return format_summary(memory_stats(device), _index(device), abbreviated)
+
+
 def reset_peak_memory_stats(device=None):
     _open()
     _C._reset_peak_memory_stats(_index(device))
@@ -351,6 +360,44 @@ def reset_peak_memory_stats(device=None):
 def reset_accumulated_memory_stats(device=None):
     _open()
     _C._reset_accumulated_memory_stats(_index(device))
+
+
+# The daemon's view of the core: every process that shares it.
+
+def _host_core(device):
+    return _C._session_info()["cores"][_index(device)]
+
+
+def utilization(device=None):
+    """Percent of about the last second the NeuronCore's compute engine was
+    busy, for every process sharing it, as neuron-rtd measures it (as
+    ``torch.cuda.utilization`` reads NVML's)."""
+    _open()
+    core = _host_core(device)
+    for entry in _C._core_stats():
+        if entry["core"] == core:
+            return round(100 * entry["recent_compute_utilization"])
+    raise RuntimeError(f"neuron-rtd reports no statistics of NeuronCore {core}")
+
+
+def list_processes(device=None):
+    """The processes that have the NeuronCore open and the device memory
+    each holds (all its cores'), one line each, as
+    ``torch.cuda.list_gpu_processes``; neuron-rtd knows every session, so
+    the list holds other users' processes too (``neuronctl ps`` shows more)."""
+    _open()
+    core = _host_core(device)
+    lines = [f"neuron:{_index(device)} (NeuronCore {core})"]
+    sessions = [session for session in _C._list_sessions() if core in session["cores"]]
+    if not sessions:
+        lines.append("no processes are running")
+    for session in sessions:
+        megabytes = session["hbm_used_bytes"] / (1024 * 1024)
+        name = " ".join(session["client_name"].split())  # a command line may hold newlines
+        name = name if len(name) <= 60 else name[:57] + "..."
+        lines.append(f"process {session['pid']:>10d} uses {megabytes:>12.3f} MB device memory"
+                     f" ({name})")
+    return "\n".join(lines)
 
 
 # Autocast.

@@ -151,8 +151,30 @@ PYBIND11_MODULE(_C, m) {
       py::dict entry;
       entry["core"] = core.core;
       entry["busy_ns"] = core.busy_ns;
+      entry["recent_compute_utilization"] = core.recent_compute_utilization;
       entry["completed"] = core.executions_completed;
       entry["failed"] = core.executions_failed;
+      result.append(entry);
+    }
+    return result;
+  });
+  // Every session of the daemon, of every user (torch.neuron.list_processes).
+  m.def("_list_sessions", [] {
+    absl::StatusOr<std::vector<neuronrt::SessionInfo>> sessions;
+    {
+      py::gil_scoped_release no_gil;
+      sessions = GetRuntime().session().client().ListSessions();
+    }
+    ThrowIfError(sessions.status(), "asking neuron-rtd for its sessions");
+    py::list result;
+    for (const neuronrt::SessionInfo& session : *sessions) {
+      py::dict entry;
+      entry["session_id"] = session.session_id;
+      entry["pid"] = session.owner.pid;
+      entry["uid"] = session.owner.uid;
+      entry["client_name"] = session.client_name;
+      entry["cores"] = session.cores;
+      entry["hbm_used_bytes"] = session.hbm_used_bytes;
       result.append(entry);
     }
     return result;
