@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "csrc/aten/GenericOp.h"
@@ -17,6 +18,19 @@ namespace torch_neuronx {
 namespace {
 
 namespace py = pybind11;
+
+// Asks neuron-rtd with the GIL released (the call may wait on the daemon);
+// a failure raises, saying what was being asked.
+template <typename Ask>
+auto AskDaemon(Ask ask, std::string_view what) {
+  decltype(ask()) answer;
+  {
+    py::gil_scoped_release no_gil;
+    answer = ask();
+  }
+  ThrowIfError(answer.status(), what);
+  return *std::move(answer);
+}
 
 py::dict StatArrayDict(const c10::CachingAllocator::StatArray& stats) {
   py::dict result;
@@ -140,14 +154,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_memory_stats", &MemoryStats);
   // The daemon's cores: engine time and commands so far (benchmarks).
   m.def("_core_stats", [] {
-    absl::StatusOr<std::vector<neuronrt::CoreStats>> cores;
-    {
-      py::gil_scoped_release no_gil;
-      cores = GetRuntime().session().client().GetStats();
-    }
-    ThrowIfError(cores.status(), "asking neuron-rtd for its cores' statistics");
+    const std::vector<neuronrt::CoreStats> cores =
+        AskDaemon([] { return GetRuntime().session().client().GetStats(); },
+                  "asking neuron-rtd for its cores' statistics");
     py::list result;
-    for (const neuronrt::CoreStats& core : *cores) {
+    for (const neuronrt::CoreStats& core : cores) {
       py::dict entry;
       entry["core"] = core.core;
       entry["busy_ns"] = core.busy_ns;
@@ -160,14 +171,11 @@ PYBIND11_MODULE(_C, m) {
   });
   // Every session of the daemon, of every user (torch.neuron.list_processes).
   m.def("_list_sessions", [] {
-    absl::StatusOr<std::vector<neuronrt::SessionInfo>> sessions;
-    {
-      py::gil_scoped_release no_gil;
-      sessions = GetRuntime().session().client().ListSessions();
-    }
-    ThrowIfError(sessions.status(), "asking neuron-rtd for its sessions");
+    const std::vector<neuronrt::SessionInfo> sessions =
+        AskDaemon([] { return GetRuntime().session().client().ListSessions(); },
+                  "asking neuron-rtd for its sessions");
     py::list result;
-    for (const neuronrt::SessionInfo& session : *sessions) {
+    for (const neuronrt::SessionInfo& session : sessions) {
       py::dict entry;
       entry["session_id"] = session.session_id;
       entry["pid"] = session.owner.pid;
@@ -182,22 +190,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("_device_properties", &DeviceProperties);
   m.def("_stream_priority", [](int device, int64_t stream_id) {
     CheckDevice(device);
-    absl::StatusOr<int> priority;
-    {
-      py::gil_scoped_release no_gil;
-      priority = GetRuntime().StreamPriority(device, stream_id);
-    }
-    ThrowIfError(priority.status(), "asking a neuron stream's priority");
-    return *priority;
+    return AskDaemon([&] { return GetRuntime().StreamPriority(device, stream_id); },
+                     "asking a neuron stream's priority");
   });
   m.def("_stream_priority_range", [] {
-    absl::StatusOr<int> highest;
-    {
-      py::gil_scoped_release no_gil;
-      highest = GetRuntime().HighestStreamPriority();
-    }
-    ThrowIfError(highest.status(), "asking neuron-rtd for stream priorities");
-    return py::make_tuple(0, *highest);
+    const int highest = AskDaemon([] { return GetRuntime().HighestStreamPriority(); },
+                                  "asking neuron-rtd for stream priorities");
+    return py::make_tuple(0, highest);
   });
   m.def("_memory_info", [](int device) {
     CheckDevice(device);
