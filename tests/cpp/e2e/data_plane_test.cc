@@ -1,11 +1,10 @@
 // Sessions, device memory and the shared-memory data plane, against a real
 // daemon: copies, fills, launches, streams and events, errors, concurrency,
-// other processes, administration and dying peers. Hostile clients and
-// quotas: hostile_client_test.cc.
+// other processes and dying peers. Hostile clients and quotas:
+// hostile_client_test.cc; administration: administration_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -407,125 +406,6 @@ TEST_F(DataPlaneTest, AnotherSessionsMemoryIsRefused) {
   ASSERT_TRUE(victim_stream->CopyToHost(back.data(), secret.device_address, 16).ok());
   EXPECT_EQ(back, std::vector<uint8_t>(16, 0x42));
   EXPECT_EQ(attacker->Free(secret).code(), absl::StatusCode::kNotFound);
-}
-
-TEST_F(DataPlaneTest, NeuronctlKillEndsTheSessionAndItsClientSeesWhy) {
-  auto session = Open("doomed");
-  auto buffer = *session->Allocate(0, kMiB);
-  auto stream = *session->CreateStream(0);
-  testing::CommandResult killed = testing::RunCommand(
-      {testing::NeuronctlBinary(), "--address", address(), "kill", std::to_string(session->id()),
-       "--reason", "maintenance"});
-  ASSERT_EQ(killed.exit_code, 0) << killed.err;
-  absl::Status status = stream->Fill(buffer.device_address, 8, 0, 1).status();
-  if (status.ok()) status = stream->Synchronize();
-  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
-  EXPECT_THAT(status.message(), HasSubstr("was closed by neuron-rtd"));
-  EXPECT_EQ(HbmUsed(), 0u);
-  testing::CommandResult again = testing::RunCommand(
-      {testing::NeuronctlBinary(), "--address", address(), "kill", std::to_string(session->id())});
-  EXPECT_EQ(again.exit_code, 1);
-  EXPECT_THAT(again.err, HasSubstr("no session"));
-}
-
-TEST_F(DataPlaneTest, StatsCountEveryCoresCommands) {
-  auto session = Open();
-  auto buffer = *session->Allocate(1, kMiB);
-  auto stream = *session->CreateStream(1);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(stream->Fill(buffer.device_address, 64, i, 1).ok());
-  ASSERT_TRUE(stream->Fill(buffer.device_address + kMiB, 8, 0, 1).ok());
-  EXPECT_FALSE(stream->Synchronize().ok());
-  testing::CommandResult stats = testing::RunCommand(
-      {testing::NeuronctlBinary(), "--address", address(), "stats", "--json"});
-  ASSERT_EQ(stats.exit_code, 0) << stats.err;
-  const nlohmann::json cores = nlohmann::json::parse(stats.out)["cores"];
-  ASSERT_EQ(cores.size(), 2u);
-  EXPECT_EQ(cores[0]["executions_completed"], 0);
-  EXPECT_EQ(cores[1]["executions_completed"], 10);
-  EXPECT_EQ(cores[1]["executions_failed"], 1);
-  EXPECT_GT(cores[1]["latency_max_ns"].get<uint64_t>(), 0u);
-  EXPECT_GE(cores[1]["latency_max_ns"].get<uint64_t>(), cores[1]["latency_p50_ns"].get<uint64_t>());
-  EXPECT_EQ(cores[0]["recent_compute_utilization"], 0.0);
-  testing::CommandResult table =
-      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "stats"});
-  EXPECT_THAT(table.out, HasSubstr("UTIL"));
-  EXPECT_THAT(table.out, HasSubstr("NOW"));
-}
-
-TEST_F(DataPlaneTest, DrainRefusesNewSessionsAndKeepsRunningOnes) {
-  auto running = Open("running");
-  auto buffer = *running->Allocate(0, kMiB);
-  auto stream = *running->CreateStream(0);
-  testing::CommandResult drained =
-      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "drain"});
-  ASSERT_EQ(drained.exit_code, 0) << drained.err;
-  EXPECT_THAT(drained.out, HasSubstr("draining"));
-  testing::CommandResult health =
-      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "health"});
-  EXPECT_EQ(health.exit_code, 1) << "a draining daemon is not healthy for new work";
-  EXPECT_THAT(health.out, HasSubstr("draining"));
-
-  auto refused = neuronrt::Session::Open({.client = {.address = address()}});
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(refused.status().message(), HasSubstr("neuronctl drain --off"));
-  ASSERT_TRUE(stream->Fill(buffer.device_address, kMiB, 1, 1).ok());
-  EXPECT_TRUE(stream->Synchronize().ok());
-
-  testing::CommandResult resumed = testing::RunCommand(
-      {testing::NeuronctlBinary(), "--address", address(), "drain", "--off"});
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_TRUE(neuronrt::Session::Open({.client = {.address = address()}}).ok());
-}
-
-TEST_F(DataPlaneTest, ResetDeviceEndsItsSessions) {
-  auto victim = Open("victim");
-  auto buffer = *victim->Allocate(0, kMiB);
-  auto stream = *victim->CreateStream(0);
-  testing::CommandResult reset =
-      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "reset", "0"});
-  ASSERT_EQ(reset.exit_code, 0) << reset.err;
-  EXPECT_THAT(reset.out, HasSubstr("1 session(s) ended"));
-  EXPECT_EQ(HbmUsed(), 0u);
-  absl::Status status = stream->Fill(buffer.device_address, 8, 0, 1).status();
-  if (status.ok()) status = stream->Synchronize();
-  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
-  EXPECT_TRUE(Open("after")->Allocate(0, kMiB).ok());
-  testing::CommandResult missing =
-      testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "reset", "7"});
-  EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_THAT(missing.err, HasSubstr("no device 7"));
-}
-
-TEST_F(DataPlaneTest, OtherUsersCannotKillDrainOrReset) {
-  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0) {
-    GTEST_SKIP() << "needs root and setpriv to act as another user";
-  }
-  auto session = Open("root's");
-  // Let another user reach the socket at all; the daemon's own checks are
-  // what this test is about.
-  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);
-  ASSERT_EQ(::chmod(socket_.c_str(), 0666), 0);
-  auto as_nobody = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                                     "--clear-groups", testing::NeuronctlBinary(), "--address",
-                                     address()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return testing::RunCommand(argv);
-  };
-  testing::CommandResult ps = as_nobody({"ps", "--json"});
-  ASSERT_EQ(ps.exit_code, 0) << ps.err;
-  testing::CommandResult kill = as_nobody({"kill", std::to_string(session->id())});
-  EXPECT_EQ(kill.exit_code, 1);
-  EXPECT_THAT(kill.err, HasSubstr("belongs to uid 0; uid 65534 may not use it"));
-  testing::CommandResult drain = as_nobody({"drain"});
-  EXPECT_EQ(drain.exit_code, 1);
-  EXPECT_THAT(drain.err, HasSubstr("only root or uid 0 may drain"));
-  testing::CommandResult reset = as_nobody({"reset", "0"});
-  EXPECT_EQ(reset.exit_code, 1);
-  EXPECT_THAT(reset.err, HasSubstr("may reset a device"));
-  // The session survived all of it.
-  auto stream = *session->CreateStream(0);
-  EXPECT_TRUE(stream->Synchronize().ok());
 }
 
 TEST_F(DataPlaneTest, DaemonDeathEndsWaitsWithAnError) {
