@@ -1,6 +1,7 @@
 """The neuron device as PyTorch sees it: registration, device module,
 torch.accelerator, tensor creation and copies."""
 
+import copy
 import io
 import os
 import time
@@ -191,6 +192,29 @@ def test_module_to_neuron_and_methods():
     x = torch.ones(3)
     assert x.neuron().is_neuron
     assert module.cpu().weight.device.type == "cpu"
+
+
+def test_module_to_neuron_moves_parameters_in_place_and_keeps_tied_weights_tied():
+    # As on CUDA: the Parameter objects stay (an optimizer made before .to()
+    # still holds them) and a weight two modules share stays one weight
+    # (GPT-2's embedding and output layer): its gradient gathers both uses.
+    torch.manual_seed(0)
+    embedding, head = torch.nn.Embedding(5, 4), torch.nn.Linear(4, 5, bias=False)
+    head.weight = embedding.weight
+    model = torch.nn.Sequential(embedding, head)
+    weight = embedding.weight
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference = copy.deepcopy(model)
+    model.to("neuron")
+    assert embedding.weight is weight and head.weight is weight
+    assert weight.device.type == "neuron"
+    tokens = torch.tensor([0, 3, 4])
+    model(tokens.to("neuron")).square().sum().backward()
+    reference(tokens).square().sum().backward()
+    torch.testing.assert_close(weight.grad.cpu(), reference[0].weight.grad)
+    optimizer.step()
+    model.to("cpu")
+    assert embedding.weight is weight and head.weight is weight and weight.device.type == "cpu"
 
 
 def test_a_forked_child_gets_a_clear_error_instead_of_the_parents_session(run_python):

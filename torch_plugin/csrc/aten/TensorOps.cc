@@ -1,5 +1,6 @@
 // The operators the generic path cannot serve: allocation, metadata-only
-// views, storage resize and set_, and reading a scalar back.
+// views, storage resize and set_, reading a scalar back, and whether a
+// tensor may take another's place in place.
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
@@ -157,7 +158,25 @@ void RecordStream(at::Tensor& self, c10::Stream stream) {
 
 }  // namespace
 
+// Module.to("neuron") moves each parameter in place (`param.data = moved`)
+// only where the two tensors may be shallow-copied into each other;
+// PyTorch's own rule knows its built-in devices alone (c10's TensorImpl
+// points backends here), so every parameter became a new Parameter and
+// weights that modules share (GPT-2's embedding and output layer) came apart
+// on the device. Dense strided tensors of the CPU and of neuron are
+// interchangeable, as CPU and CUDA ones are.
+bool HasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& tensor) {
+    const c10::DeviceType type = tensor.device().type();
+    return (type == c10::DeviceType::CPU || type == c10::DeviceType::PrivateUse1) &&
+           tensor.layout() == at::kStrided && !tensor.is_quantized() && !tensor.is_nested();
+  };
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set()) ||
+         (dense(self) && dense(from));
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", HasCompatibleShallowCopyType);
   m.impl("record_stream", RecordStream);
   m.impl("empty.memory_format", Empty);
   m.impl("empty_strided", EmptyStrided);
