@@ -230,6 +230,25 @@ absl::StatusOr<Event> Stream::Fill(uint64_t device_address, uint64_t bytes, uint
   return Event(state_, *sequence);
 }
 
+absl::StatusOr<Event> Stream::Collective(uint64_t communicator_handle,
+                                         std::span<const neuron_rtd_collective_op> operations,
+                                         std::string_view op_name) {
+  if (operations.empty() || operations.size() > NEURON_RTD_MAX_COLLECTIVE_OPS) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a collective group holds 1 to %d operations, not %d", NEURON_RTD_MAX_COLLECTIVE_OPS,
+        operations.size()));
+  }
+  neuron_rtd_collective_payload group{.communicator_handle = communicator_handle,
+                                      .op_count = static_cast<uint32_t>(operations.size()),
+                                      .reserved0 = 0};
+  std::vector<uint8_t> payload(sizeof(group) + operations.size_bytes());
+  std::memcpy(payload.data(), &group, sizeof(group));
+  std::memcpy(payload.data() + sizeof(group), operations.data(), operations.size_bytes());
+  absl::StatusOr<uint64_t> sequence = state_->Submit(NEURON_RTD_OP_COLLECTIVE, payload, op_name);
+  if (!sequence.ok()) return sequence.status();
+  return Event(state_, *sequence);
+}
+
 absl::StatusOr<Event> Stream::Launch(uint64_t executable_id, std::span<const uint64_t> arguments,
                                      std::span<const uint8_t> scalars, std::string_view op_name) {
   neuron_rtd_launch_payload launch{.executable_id = executable_id,
@@ -395,6 +414,43 @@ absl::Status Session::UnloadExecutable(uint64_t executable_id) {
   request.set_executable_id(executable_id);
   return core_->client()
       .Call(&v1::Runtime::Stub::UnloadExecutable, request, "UnloadExecutable")
+      .status();
+}
+
+absl::StatusOr<std::string> Session::CreateCommunicatorId() {
+  v1::CreateCommunicatorIdRequest request;
+  request.set_session_id(core_->id());
+  absl::StatusOr<v1::CreateCommunicatorIdResponse> response = core_->client().Call(
+      &v1::Runtime::Stub::CreateCommunicatorId, request, "CreateCommunicatorId");
+  if (!response.ok()) return response.status();
+  return response->communicator_id();
+}
+
+absl::StatusOr<Session::Communicator> Session::InitCommunicator(
+    std::string_view id, uint32_t rank, uint32_t world_size, absl::Duration join_timeout,
+    absl::Duration operation_timeout) {
+  v1::InitCommunicatorRequest request;
+  request.set_session_id(core_->id());
+  request.set_communicator_id(std::string(id));
+  request.set_rank(rank);
+  request.set_world_size(world_size);
+  request.set_timeout_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(join_timeout)));
+  request.set_operation_timeout_ms(
+      static_cast<uint32_t>(absl::ToInt64Milliseconds(operation_timeout)));
+  // The daemon answers by the join timeout; the margin covers the call.
+  absl::StatusOr<v1::InitCommunicatorResponse> response = core_->client().CallFor(
+      join_timeout + absl::Seconds(10), &v1::Runtime::Stub::InitCommunicator, request,
+      "InitCommunicator");
+  if (!response.ok()) return response.status();
+  return Communicator{.handle = response->communicator_handle(), .name = response->name()};
+}
+
+absl::Status Session::DestroyCommunicator(uint64_t handle) {
+  v1::DestroyCommunicatorRequest request;
+  request.set_session_id(core_->id());
+  request.set_communicator_handle(handle);
+  return core_->client()
+      .Call(&v1::Runtime::Stub::DestroyCommunicator, request, "DestroyCommunicator")
       .status();
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/hal/device_info.h"
 #include "daemon/hal/executable.h"
+#include "daemon/hal/reduction.h"
 
 namespace neuron::rtd::hal {
 
@@ -57,6 +58,12 @@ class Device {
   // Repeats the low `pattern_bytes` (1, 2, 4 or 8) bytes of `pattern`.
   virtual absl::Status Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
                             uint32_t pattern_bytes) = 0;
+  // The collective engine: reduces `reduction.count` elements of every
+  // source (each on this or another device of the same backend) into
+  // `destination` on this device. The destination may alias sources[0] and
+  // no other source; integer averages round toward zero.
+  virtual absl::Status Reduce(const Reduction& reduction, uint64_t destination,
+                              std::span<const ReduceOperand> sources) = 0;
   // Runs a built-in kernel (NEURON_RTD_EXEC_BUILTIN_*) on device buffers.
   virtual absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
                                   std::span<const uint8_t> scalars) = 0;

@@ -369,6 +369,7 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
       return Outcome::kDispatched;
     }
     case NEURON_RTD_OP_COLLECTIVE:
+      return ExecuteCollective(stream, context, record);
     default:
       stream->Consume(header.length, header.sequence);
       Finish(*stream, context, record,

@@ -194,6 +194,14 @@ class CoreQueue {
                   uint16_t opcode, const std::string& op_name, const std::string& message);
 
   absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch);
+  // Posts a COLLECTIVE record's group to its communicator the first time the
+  // stream reaches it; blocked (like a WAIT) until the group settles.
+  Outcome ExecuteCollective(const std::shared_ptr<Stream>& stream, ExecutionContext& context,
+                            const DecodedRecord& record);
+  // The group's operations with their buffers checked against the session.
+  absl::StatusOr<std::vector<collectives::RankOp>> ResolveCollective(
+      ExecutionContext& context, const CollectiveCommand& command, uint32_t rank,
+      uint32_t size);
 
   void Account(uint64_t ns);
   // Worker only: compute time into recent_compute_ns_, folded in at most

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/collectives/communicator.h"
 #include "daemon/exec/executable.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/segment.h"
@@ -46,6 +47,12 @@ struct StreamError {
   bool sticky = true;
 };
 
+// A rank of a communicator that a session joined.
+struct CommunicatorMembership {
+  std::shared_ptr<collectives::Communicator> communicator;
+  uint32_t rank = 0;
+};
+
 // Where a destroyed stream's timeline ended, once its queue let it go.
 struct RetiredTimeline {
   uint64_t completed = 0;
@@ -76,6 +83,9 @@ class ExecutionContext {
   // A loaded executable the session holds; nullptr when it holds none by
   // that id.
   virtual std::shared_ptr<const exec::Executable> FindExecutable(uint64_t executable_id) = 0;
+
+  // The communicator the session joined as `handle`; NOT_FOUND otherwise.
+  virtual absl::StatusOr<CommunicatorMembership> FindCommunicator(uint64_t handle) = 0;
 
   // A command finished (or failed) on one of the session's streams.
   virtual void OnCommandDone(const Stream& stream, bool failed) = 0;

@@ -1,5 +1,6 @@
 #include "daemon/queue/record_decoder.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -56,6 +57,46 @@ absl::Status CheckLocation(const neuron_rtd_record_header& header,
       return Invalid(header, absl::StrFormat("%s.kind %d is not a location kind", which,
                                              location.kind));
   }
+}
+
+// The most bytes one operation's buffer may span: more than any device's
+// HBM, small enough that sizes computed from it never overflow.
+constexpr uint64_t kMaxCollectiveBufferBytes = 1ull << 46;
+
+absl::Status CheckCollectiveOp(const neuron_rtd_record_header& header,
+                               const neuron_rtd_collective_op& op, uint32_t index) {
+  auto invalid = [&](std::string_view what) {
+    return Invalid(header, absl::StrFormat("operation %d: %s", index, what));
+  };
+  if (op.kind == NEURON_RTD_COLLECTIVE_INVALID || op.kind >= NEURON_RTD_COLLECTIVE_KIND_COUNT_) {
+    return invalid(absl::StrFormat("kind %d is not a collective", op.kind));
+  }
+  const bool reduces = op.kind == NEURON_RTD_COLLECTIVE_ALL_REDUCE ||
+                       op.kind == NEURON_RTD_COLLECTIVE_REDUCE_SCATTER ||
+                       op.kind == NEURON_RTD_COLLECTIVE_REDUCE;
+  if (op.reduce_op >= NEURON_RTD_REDUCE_OP_COUNT_) {
+    return invalid(absl::StrFormat("reduce op %d is not known", op.reduce_op));
+  }
+  if (reduces != (op.reduce_op != NEURON_RTD_REDUCE_NONE)) {
+    return invalid(reduces ? "a reducing collective needs a reduce op"
+                           : "only ALL_REDUCE, REDUCE_SCATTER and REDUCE take a reduce op");
+  }
+  if (op.reduce_op == NEURON_RTD_REDUCE_PREMUL_SUM ? !std::isfinite(op.scale)
+                                                    : op.scale != 0.0) {
+    return invalid("scale must be finite for PREMUL_SUM and 0 otherwise");
+  }
+  const uint32_t element_bytes = neuron_rtd_dtype_bytes(op.dtype);
+  if (element_bytes == 0 && op.kind != NEURON_RTD_COLLECTIVE_BARRIER) {
+    return invalid(absl::StrFormat("dtype %d is not known", op.dtype));
+  }
+  if (op.kind == NEURON_RTD_COLLECTIVE_BARRIER &&
+      (op.element_count != 0 || op.send_address != 0 || op.recv_address != 0 || op.peer != 0)) {
+    return invalid("a BARRIER names no buffers, count or peer");
+  }
+  if (element_bytes != 0 && op.element_count > kMaxCollectiveBufferBytes / element_bytes) {
+    return invalid(absl::StrFormat("%d elements exceed the largest buffer", op.element_count));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -162,6 +203,32 @@ absl::StatusOr<DecodedRecord> DecodeRecord(std::span<const uint8_t> bytes,
     record.command = std::move(command);
     return record;
   }
+  if (header.opcode == NEURON_RTD_OP_COLLECTIVE) {
+    if (header.payload_bytes < fixed) return Invalid(header, "payload shorter than a collective");
+    const auto group = Load<neuron_rtd_collective_payload>(payload, 0);
+    if (group.reserved0 != 0) return Invalid(header, "collective.reserved0 is not 0");
+    if (group.op_count == 0 || group.op_count > NEURON_RTD_MAX_COLLECTIVE_OPS) {
+      return Invalid(header, absl::StrFormat("%d operations; a group holds 1 to %d",
+                                             group.op_count, NEURON_RTD_MAX_COLLECTIVE_OPS));
+    }
+    const uint64_t expected = fixed + uint64_t{group.op_count} * sizeof(neuron_rtd_collective_op);
+    if (expected != header.payload_bytes) {
+      return Invalid(header, absl::StrFormat("payload is %d bytes; %d operations need %d",
+                                             header.payload_bytes, group.op_count, expected));
+    }
+    CollectiveCommand command;
+    command.communicator_handle = group.communicator_handle;
+    command.ops.resize(group.op_count);
+    std::memcpy(command.ops.data(), payload.data() + fixed,
+                group.op_count * sizeof(neuron_rtd_collective_op));
+    for (uint32_t i = 0; i < group.op_count; ++i) {
+      if (absl::Status status = CheckCollectiveOp(header, command.ops[i], i); !status.ok()) {
+        return status;
+      }
+    }
+    record.command = std::move(command);
+    return record;
+  }
   if (header.payload_bytes != fixed) {
     return Invalid(header, absl::StrFormat("payload is %d bytes, %s takes %d",
                                            header.payload_bytes, OpcodeName(header.opcode), fixed));
@@ -188,9 +255,6 @@ absl::StatusOr<DecodedRecord> DecodeRecord(std::span<const uint8_t> bytes,
     }
     case NEURON_RTD_OP_WAIT:
       record.command = Load<neuron_rtd_wait_payload>(payload, 0);
-      return record;
-    case NEURON_RTD_OP_COLLECTIVE:
-      record.command = Load<neuron_rtd_collective_payload>(payload, 0);
       return record;
     case NEURON_RTD_OP_MARKER: {
       const auto marker = Load<neuron_rtd_marker_payload>(payload, 0);

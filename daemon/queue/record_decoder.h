@@ -22,11 +22,19 @@ struct LaunchCommand {
   std::vector<uint8_t> scalars;
 };
 
+// A COLLECTIVE record: a group of operations on one communicator, each
+// checked alone (kinds, dtypes, reduce ops, sizes); what depends on the
+// communicator (ranks, buffers) is checked when it runs.
+struct CollectiveCommand {
+  uint64_t communicator_handle = 0;
+  std::vector<neuron_rtd_collective_op> ops;
+};
+
 struct DecodedRecord {
   neuron_rtd_record_header header{};
   std::variant<PadCommand, neuron_rtd_copy_payload, neuron_rtd_fill_payload,
                neuron_rtd_wait_payload, SignalCommand, LaunchCommand,
-               neuron_rtd_collective_payload, neuron_rtd_marker_payload>
+               CollectiveCommand, neuron_rtd_marker_payload>
       command;
   std::string op_name;
 };

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "daemon/collectives/group_completion.h"
 #include "daemon/queue/execution_context.h"
 #include "daemon/memory/shared_region.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -70,6 +71,12 @@ class Stream {
   // Destroyed by its client: the queue runs what was submitted, then lets
   // the stream go (as cudaStreamDestroy does).
   std::atomic<bool> retiring{false};
+
+  // Serving queue only: the group of the COLLECTIVE record at the head of
+  // the ring, once posted to its communicator (the record stays in the ring
+  // until the group settles; a client that rewrites it meanwhile changes
+  // nothing: the posted copy is what runs).
+  std::shared_ptr<collectives::GroupCompletion> posted_collective;
 
   // Worker only: when the worker first saw the stream ready and passed it
   // over (0: not waiting), for its priority's aging.

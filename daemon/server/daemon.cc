@@ -194,7 +194,7 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
       listener_(std::move(listener)),
       admin_service_(*backend_, memory_, scheduler_, executables_, sessions_, peers_, status_,
                      compiler_.get()),
-      runtime_service_(*backend_, memory_, executables_, sessions_, peers_,
+      runtime_service_(*backend_, memory_, executables_, sessions_, communicators_, peers_,
                        "unix:" + DataPlanePath(listener_->path())) {}
 
 Daemon::~Daemon() {

@@ -69,6 +69,9 @@ class Daemon {
   memory::MemoryManager memory_;
   exec::ExecutableCache executables_;
   queue::Scheduler scheduler_;
+  // After the queues (an aborted communicator wakes them), before the
+  // sessions (whose ranks it outlives).
+  collectives::CommunicatorRegistry communicators_;
   session::SessionManager sessions_;
   std::unique_ptr<UnixSocketListener> listener_;
   std::unique_ptr<DataPlane> data_plane_;

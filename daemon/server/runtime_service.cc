@@ -302,4 +302,73 @@ grpc::Status RuntimeService::GetStreamErrors(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+absl::Status RuntimeService::BeginJoin(uid_t uid) {
+  absl::MutexLock lock(&loads_mutex_);
+  const uint32_t of_user = joining_by_user_.contains(uid) ? joining_by_user_[uid] : 0;
+  if (joining_ >= kMaxJoining || of_user >= kMaxJoiningPerUser) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%d ranks are waiting for their peers to join (%d of them uid %d's; at most %d at once, "
+        "%d per user)",
+        joining_, of_user, uid, kMaxJoining, kMaxJoiningPerUser));
+  }
+  ++joining_;
+  joining_by_user_[uid] = of_user + 1;
+  return absl::OkStatus();
+}
+
+void RuntimeService::EndJoin(uid_t uid) {
+  absl::MutexLock lock(&loads_mutex_);
+  --joining_;
+  if (--joining_by_user_[uid] == 0) joining_by_user_.erase(uid);
+}
+
+grpc::Status RuntimeService::CreateCommunicatorId(grpc::ServerContext* context,
+                                                  const v1::CreateCommunicatorIdRequest* request,
+                                                  v1::CreateCommunicatorIdResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  absl::StatusOr<std::string> id = communicators_.CreateId((*session)->id(), *session);
+  if (!id.ok()) return ToGrpc(id.status());
+  response->set_communicator_id(*std::move(id));
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::InitCommunicator(grpc::ServerContext* context,
+                                              const v1::InitCommunicatorRequest* request,
+                                              v1::InitCommunicatorResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  if (request->timeout_ms() > kMaxJoinTimeoutMs ||
+      request->operation_timeout_ms() > kMaxJoinTimeoutMs) {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrFormat(
+        "timeouts of %d and %d ms exceed the longest, %d ms", request->timeout_ms(),
+        request->operation_timeout_ms(), kMaxJoinTimeoutMs)));
+  }
+  const uid_t uid = (*session)->owner().uid;
+  if (absl::Status admitted = BeginJoin(uid); !admitted.ok()) return ToGrpc(admitted);
+  const uint32_t join_ms =
+      request->timeout_ms() == 0 ? kDefaultJoinTimeoutMs : request->timeout_ms();
+  const uint32_t operation_ms =
+      request->operation_timeout_ms() == 0 ? join_ms : request->operation_timeout_ms();
+  absl::StatusOr<std::shared_ptr<collectives::Communicator>> communicator = communicators_.Join(
+      request->communicator_id(), request->rank(), request->world_size(),
+      (*session)->Description(), absl::Milliseconds(join_ms), absl::Milliseconds(operation_ms));
+  EndJoin(uid);
+  if (!communicator.ok()) return ToGrpc(communicator.status());
+  response->set_name((*communicator)->name());
+  absl::StatusOr<uint64_t> handle = (*session)->AddCommunicator(
+      queue::CommunicatorMembership{.communicator = *communicator, .rank = request->rank()});
+  if (!handle.ok()) return ToGrpc(handle.status());
+  response->set_communicator_handle(*handle);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::DestroyCommunicator(grpc::ServerContext* context,
+                                                 const v1::DestroyCommunicatorRequest* request,
+                                                 v1::DestroyCommunicatorResponse*) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  return ToGrpc((*session)->DestroyCommunicator(request->communicator_handle()));
+}
+
 }  // namespace neuron::rtd

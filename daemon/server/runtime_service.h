@@ -1,6 +1,5 @@
-// neuron.rtd.v1.Runtime. Graph executables and collectives
-// land with their components; until then those methods answer UNIMPLEMENTED
-// (UnimplementedMessageInterceptor names them).
+// neuron.rtd.v1.Runtime: sessions, memory, streams, executables and
+// communicators.
 #ifndef NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 #define NEURON_RTD_DAEMON_SERVER_RUNTIME_SERVICE_H_
 
@@ -12,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
+#include "daemon/collectives/communicator_registry.h"
 #include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
@@ -27,11 +27,13 @@ class RuntimeService final : public v1::Runtime::Service {
  public:
   RuntimeService(const hal::Backend& backend, const memory::MemoryManager& memory,
                  exec::ExecutableCache& executables, session::SessionManager& sessions,
-                 const PeerRegistry& peers, std::string data_plane_address)
+                 collectives::CommunicatorRegistry& communicators, const PeerRegistry& peers,
+                 std::string data_plane_address)
       : backend_(backend),
         memory_(memory),
         executables_(executables),
         sessions_(sessions),
+        communicators_(communicators),
         peers_(peers),
         data_plane_address_(std::move(data_plane_address)) {}
 
@@ -67,6 +69,16 @@ class RuntimeService final : public v1::Runtime::Service {
   grpc::Status UnloadExecutable(grpc::ServerContext* context,
                                 const v1::UnloadExecutableRequest* request,
                                 v1::UnloadExecutableResponse* response) override;
+  grpc::Status CreateCommunicatorId(grpc::ServerContext* context,
+                                    const v1::CreateCommunicatorIdRequest* request,
+                                    v1::CreateCommunicatorIdResponse* response) override;
+  // Blocks until every rank has joined or the timeout passes.
+  grpc::Status InitCommunicator(grpc::ServerContext* context,
+                                const v1::InitCommunicatorRequest* request,
+                                v1::InitCommunicatorResponse* response) override;
+  grpc::Status DestroyCommunicator(grpc::ServerContext* context,
+                                   const v1::DestroyCommunicatorRequest* request,
+                                   v1::DestroyCommunicatorResponse* response) override;
   grpc::Status GetStreamErrors(grpc::ServerContext* context,
                                const v1::GetStreamErrorsRequest* request,
                                v1::GetStreamErrorsResponse* response) override;
@@ -83,18 +95,32 @@ class RuntimeService final : public v1::Runtime::Service {
   // 256 MiB bodies on many streams. EndLoad releases it.
   absl::Status BeginLoad(uid_t uid, uint64_t bytes);
   void EndLoad(uid_t uid, uint64_t bytes);
+  // Each InitCommunicator holds a gRPC thread while it waits for its peers:
+  // RESOURCE_EXHAUSTED past kMaxJoining in all or kMaxJoiningPerUser of one
+  // user. EndJoin releases it.
+  absl::Status BeginJoin(uid_t uid);
+  void EndJoin(uid_t uid);
 
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
   exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
+  collectives::CommunicatorRegistry& communicators_;
   const PeerRegistry& peers_;
   const std::string data_plane_address_;
 
   absl::Mutex loads_mutex_;
   uint64_t loading_bytes_ ABSL_GUARDED_BY(loads_mutex_) = 0;
   std::map<uid_t, uint64_t> loading_bytes_by_user_ ABSL_GUARDED_BY(loads_mutex_);
+  uint32_t joining_ ABSL_GUARDED_BY(loads_mutex_) = 0;
+  std::map<uid_t, uint32_t> joining_by_user_ ABSL_GUARDED_BY(loads_mutex_);
 };
+
+inline constexpr uint32_t kMaxJoining = 1024;
+inline constexpr uint32_t kMaxJoiningPerUser = 256;
+// The longest a rank waits for its peers to join.
+inline constexpr uint32_t kMaxJoinTimeoutMs = 3600 * 1000;
+inline constexpr uint32_t kDefaultJoinTimeoutMs = 600 * 1000;
 
 inline constexpr uint64_t kMaxLoadingBytes = 2ull << 30;
 inline constexpr uint64_t kMaxLoadingBytesPerUser = 512ull << 20;

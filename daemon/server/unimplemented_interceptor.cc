@@ -19,9 +19,14 @@ class UnimplementedInterceptor final : public grpc::experimental::Interceptor {
       const grpc::Status status = methods->GetSendStatus();
       if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
           status.error_message().empty()) {
+        // gRPC names a method it has no handler for "unknown".
         methods->ModifySendStatus(grpc::Status(
             grpc::StatusCode::UNIMPLEMENTED,
-            absl::StrCat(method_, " is not implemented by neuron-rtd ", NEURON_RTD_VERSION)));
+            method_ == "unknown"
+                ? absl::StrCat("the method called is not served by neuron-rtd ",
+                               NEURON_RTD_VERSION, " (is the client newer than the daemon?)")
+                : absl::StrCat(method_, " is not implemented by neuron-rtd ",
+                               NEURON_RTD_VERSION)));
       }
     }
     methods->Proceed();

@@ -406,6 +406,14 @@ void Session::Close(int32_t nrt_status, const std::string& reason) {
     executables.swap(executables_);
   }
   executables.clear();
+  std::map<uint64_t, queue::CommunicatorMembership> communicators;
+  {
+    absl::MutexLock lock(&communicators_mutex_);
+    communicators.swap(communicators_);
+  }
+  for (auto& [handle, membership] : communicators) {
+    membership.communicator->Leave(membership.rank, "its session closed: " + reason);
+  }
   if (data_fd >= 0) {
     ::shutdown(data_fd, SHUT_RDWR);
     ::close(data_fd);
@@ -520,6 +528,53 @@ void Session::OnStreamError(const queue::StreamError& error) {
     errors_.erase(oldest);
   }
   errors_.push_back(error);
+}
+
+std::string Session::Description() const {
+  return absl::StrFormat("session %d, pid %d", id_, owner_.pid);
+}
+
+absl::StatusOr<uint64_t> Session::AddCommunicator(queue::CommunicatorMembership membership) {
+  {
+    absl::MutexLock lock(&communicators_mutex_);
+    if (!closed() && communicators_.size() < kMaxCommunicatorsPerSession) {
+      const uint64_t handle = next_communicator_handle_++;
+      communicators_.emplace(handle, std::move(membership));
+      return handle;
+    }
+  }
+  const bool was_closed = closed();
+  membership.communicator->Leave(membership.rank, was_closed ? "its session closed"
+                                                             : "its session has too many");
+  if (was_closed) return absl::FailedPreconditionError("the session is closed");
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "session %d already holds %d communicators", id_, kMaxCommunicatorsPerSession));
+}
+
+absl::Status Session::DestroyCommunicator(uint64_t handle) {
+  queue::CommunicatorMembership membership;
+  {
+    absl::MutexLock lock(&communicators_mutex_);
+    auto it = communicators_.find(handle);
+    if (it == communicators_.end()) {
+      return absl::NotFoundError(
+          absl::StrFormat("session %d holds no communicator %d", id_, handle));
+    }
+    membership = std::move(it->second);
+    communicators_.erase(it);
+  }
+  membership.communicator->Leave(membership.rank, "it destroyed the communicator");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<queue::CommunicatorMembership> Session::FindCommunicator(uint64_t handle) {
+  absl::MutexLock lock(&communicators_mutex_);
+  auto it = communicators_.find(handle);
+  if (it == communicators_.end()) {
+    return absl::NotFoundError(
+        absl::StrFormat("communicator %d is not one this session joined", handle));
+  }
+  return it->second;
 }
 
 }  // namespace neuron::rtd::session

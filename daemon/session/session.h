@@ -111,6 +111,16 @@ class Session final : public queue::ExecutionContext,
   // session holds no such executable.
   absl::Status UnloadExecutable(uint64_t executable_id);
 
+  // Collectives. The session's ranks of communicators, by handle; a
+  // COLLECTIVE record names one. RESOURCE_EXHAUSTED past
+  // kMaxCommunicatorsPerSession, FAILED_PRECONDITION when closed (the rank
+  // leaves at once).
+  absl::StatusOr<uint64_t> AddCommunicator(queue::CommunicatorMembership membership);
+  // The rank leaves its communicator: what its peers wait on with it fails.
+  absl::Status DestroyCommunicator(uint64_t handle);
+  // A description of the session for its peers' errors.
+  std::string Description() const;
+
   // Ends the session: fails its timelines with `nrt_status` (sticky), stops
   // its streams and frees its memory. Idempotent.
   void Close(int32_t nrt_status, const std::string& reason);
@@ -133,6 +143,7 @@ class Session final : public queue::ExecutionContext,
   void OnStreamRetired(uint64_t stream_id, const queue::RetiredTimeline& timeline) override;
   std::optional<queue::RetiredTimeline> FindRetiredTimeline(uint64_t stream_id) override;
   std::shared_ptr<const exec::Executable> FindExecutable(uint64_t executable_id) override;
+  absl::StatusOr<queue::CommunicatorMembership> FindCommunicator(uint64_t handle) override;
   void OnCommandDone(const queue::Stream& stream, bool failed) override;
   void OnStreamError(const queue::StreamError& error) override;
 
@@ -185,7 +196,13 @@ class Session final : public queue::ExecutionContext,
   // Apart from mutex_: every LAUNCH reads it.
   mutable absl::Mutex executables_mutex_;
   std::map<uint64_t, exec::ExecutableHold> executables_ ABSL_GUARDED_BY(executables_mutex_);
+  mutable absl::Mutex communicators_mutex_;
+  uint64_t next_communicator_handle_ ABSL_GUARDED_BY(communicators_mutex_) = 1;
+  std::map<uint64_t, queue::CommunicatorMembership> communicators_
+      ABSL_GUARDED_BY(communicators_mutex_);
 };
+
+inline constexpr size_t kMaxCommunicatorsPerSession = 256;
 
 // Bytes of a completion page with room for `slots` streams.
 uint64_t CompletionPageBytes(uint32_t slots);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/eager_op.h"
 #include "neuron/rtd/graph_plan.h"
 #include "neuronrt/client.h"
@@ -136,6 +138,14 @@ class Stream {
                              uint32_t pattern_bytes, std::string_view op_name = {});
   absl::StatusOr<Event> Launch(uint64_t executable_id, std::span<const uint64_t> arguments,
                                std::span<const uint8_t> scalars, std::string_view op_name = {});
+  // A group of collective operations on a communicator this session joined
+  // (Session::InitCommunicator), as one COLLECTIVE record: the stream waits
+  // at it, on the device side, until the peers' matching operations have
+  // arrived and the data has moved (neuron/rtd/abi/command_ring.h says what
+  // each kind means). 1 to NEURON_RTD_MAX_COLLECTIVE_OPS operations.
+  absl::StatusOr<Event> Collective(uint64_t communicator_handle,
+                                   std::span<const neuron_rtd_collective_op> operations,
+                                   std::string_view op_name = {});
   // An event after everything enqueued so far (no command, no round trip).
   absl::StatusOr<Event> Record();
   // The point where this stream's timeline reaches `value`, which may lie in
@@ -187,6 +197,22 @@ class Session {
   // (launches already running finish), and the daemon may evict it once no
   // session holds it. Call after the streams that launched it have synced.
   absl::Status UnloadExecutable(uint64_t executable_id);
+
+  // Collectives. Rank 0 creates an id and shares it with the other ranks
+  // out of band; each rank then joins with it, and the call returns once
+  // every rank has joined (DEADLINE_EXCEEDED naming the missing ranks after
+  // `join_timeout`). An operation that waits longer than
+  // `operation_timeout` for its peers aborts the communicator.
+  absl::StatusOr<std::string> CreateCommunicatorId();
+  struct Communicator {
+    uint64_t handle = 0;
+    std::string name;
+  };
+  absl::StatusOr<Communicator> InitCommunicator(std::string_view id, uint32_t rank,
+                                                uint32_t world_size, absl::Duration join_timeout,
+                                                absl::Duration operation_timeout);
+  // This rank leaves: operations its peers wait on with it fail.
+  absl::Status DestroyCommunicator(uint64_t handle);
 
   // Ends the session; commands still queued are dropped.
   absl::Status Close();

@@ -128,13 +128,22 @@ class GrpcClient final : public Client {
                                                                           const Request&,
                                                                           Response*),
                                 const Request& request, std::string_view name) const {
-    return CallOn(*runtime_, method, request, name);
+    return CallOn(*runtime_, method, request, name, rpc_timeout_);
+  }
+  // As Call, for a call that may take `timeout` (a rendezvous).
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> CallFor(absl::Duration timeout,
+                                   grpc::Status (v1::Runtime::Stub::*method)(grpc::ClientContext*,
+                                                                             const Request&,
+                                                                             Response*),
+                                   const Request& request, std::string_view name) const {
+    return CallOn(*runtime_, method, request, name, timeout);
   }
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(grpc::Status (v1::Admin::Stub::*method)(grpc::ClientContext*,
                                                                         const Request&, Response*),
                                 const Request& request, std::string_view name) const {
-    return CallOn(*admin_, method, request, name);
+    return CallOn(*admin_, method, request, name, rpc_timeout_);
   }
 
  private:
@@ -142,9 +151,10 @@ class GrpcClient final : public Client {
   absl::StatusOr<Response> CallOn(Stub& stub,
                                   grpc::Status (Stub::*method)(grpc::ClientContext*,
                                                                const Request&, Response*),
-                                  const Request& request, std::string_view name) const {
+                                  const Request& request, std::string_view name,
+                                  absl::Duration timeout) const {
     grpc::ClientContext context;
-    PrepareContext(context);
+    context.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
     Response response;
     grpc::Status status = (stub.*method)(&context, request, &response);
     if (!status.ok()) return FromGrpc(status, address_, name);

@@ -35,6 +35,8 @@ class SimDevice final : public Device {
                                   uint64_t source_address, uint64_t bytes) override;
   absl::Status Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
                     uint32_t pattern_bytes) override;
+  absl::Status Reduce(const Reduction& reduction, uint64_t destination,
+                      std::span<const ReduceOperand> sources) override;
   absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
                           std::span<const uint8_t> scalars) override;
   absl::Status Dispatch(const Executable& executable, std::span<const uint64_t> bindings,

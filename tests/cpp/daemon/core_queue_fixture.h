@@ -104,6 +104,9 @@ class FakeSession final : public ExecutionContext {
     return errors_;
   }
   std::shared_ptr<const exec::Executable> FindExecutable(uint64_t) override { return nullptr; }
+  absl::StatusOr<CommunicatorMembership> FindCommunicator(uint64_t) override {
+    return absl::NotFoundError("the fake session joins no communicator");
+  }
   void OnCommandDone(const Stream& stream, bool failed) override {
     EXPECT_TRUE(!failed || errors_expected) << "stream " << stream.id();
     if (log_.clock != nullptr) {

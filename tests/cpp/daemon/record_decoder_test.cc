@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 
 namespace neuron::rtd::queue {
 namespace {
@@ -156,6 +157,75 @@ TEST(RecordDecoderTest, FramingIsCheckedBeforeTheRecordIsCopied) {
   EXPECT_THAT(CheckRecordFraming(header, 32, 4096).message(), HasSubstr("exceeds the 32 bytes"));
   EXPECT_THAT(CheckRecordFraming(header, 4096, 32).message(), HasSubstr("must pad"));
   EXPECT_TRUE(CheckRecordFraming(header, 64, 64).ok());
+}
+
+
+std::vector<uint8_t> CollectiveRecord(const std::vector<neuron_rtd_collective_op>& ops,
+                                      uint32_t op_count) {
+  neuron_rtd_collective_payload group{.communicator_handle = 7, .op_count = op_count,
+                                      .reserved0 = 0};
+  std::vector<uint8_t> payload(sizeof(group) + ops.size() * sizeof(neuron_rtd_collective_op));
+  std::memcpy(payload.data(), &group, sizeof(group));
+  if (!ops.empty()) {
+    std::memcpy(payload.data() + sizeof(group), ops.data(),
+                ops.size() * sizeof(neuron_rtd_collective_op));
+  }
+  return Record(NEURON_RTD_OP_COLLECTIVE, payload.data(), static_cast<uint32_t>(payload.size()));
+}
+
+neuron_rtd_collective_op AllReduce() {
+  return neuron_rtd_collective_op{.kind = NEURON_RTD_COLLECTIVE_ALL_REDUCE,
+                                  .reduce_op = NEURON_RTD_REDUCE_SUM,
+                                  .dtype = NEURON_RTD_DTYPE_FLOAT32,
+                                  .peer = 0,
+                                  .send_address = 64,
+                                  .recv_address = 64,
+                                  .element_count = 16,
+                                  .scale = 0};
+}
+
+TEST(RecordDecoderTest, CollectiveGroupsDecodeWithEveryOperation) {
+  neuron_rtd_collective_op send = AllReduce();
+  send.kind = NEURON_RTD_COLLECTIVE_SEND;
+  send.reduce_op = NEURON_RTD_REDUCE_NONE;
+  send.peer = 1;
+  absl::StatusOr<DecodedRecord> decoded = DecodeRecord(CollectiveRecord({AllReduce(), send}, 2), 0);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  const auto& command = std::get<CollectiveCommand>(decoded->command);
+  EXPECT_EQ(command.communicator_handle, 7u);
+  ASSERT_EQ(command.ops.size(), 2u);
+  EXPECT_EQ(command.ops[1].peer, 1u);
+}
+
+TEST(RecordDecoderTest, CollectiveFieldsAreChecked) {
+  auto refused = [](neuron_rtd_collective_op op) {
+    return std::string(Decode(CollectiveRecord({op}, 1)).message());
+  };
+  EXPECT_THAT(Decode(CollectiveRecord({}, 0)).message(), HasSubstr("a group holds 1 to"));
+  EXPECT_THAT(Decode(CollectiveRecord({AllReduce()}, 2)).message(), HasSubstr("2 operations need"));
+  neuron_rtd_collective_op op = AllReduce();
+  op.kind = 99;
+  EXPECT_THAT(refused(op), HasSubstr("kind 99 is not a collective"));
+  op = AllReduce();
+  op.reduce_op = NEURON_RTD_REDUCE_NONE;
+  EXPECT_THAT(refused(op), HasSubstr("needs a reduce op"));
+  op = AllReduce();
+  op.kind = NEURON_RTD_COLLECTIVE_ALL_GATHER;
+  EXPECT_THAT(refused(op), HasSubstr("only ALL_REDUCE, REDUCE_SCATTER and REDUCE"));
+  op = AllReduce();
+  op.reduce_op = NEURON_RTD_REDUCE_PREMUL_SUM;
+  op.scale = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(refused(op), HasSubstr("scale must be finite"));
+  op = AllReduce();
+  op.dtype = 42;
+  EXPECT_THAT(refused(op), HasSubstr("dtype 42 is not known"));
+  op = AllReduce();
+  op.element_count = uint64_t{1} << 62;
+  EXPECT_THAT(refused(op), HasSubstr("exceed the largest buffer"));
+  op = neuron_rtd_collective_op{.kind = NEURON_RTD_COLLECTIVE_BARRIER};
+  EXPECT_TRUE(Decode(CollectiveRecord({op}, 1)).ok());
+  op.element_count = 1;
+  EXPECT_THAT(refused(op), HasSubstr("a BARRIER names no buffers"));
 }
 
 }  // namespace

@@ -96,6 +96,47 @@ TEST_P(HalConformanceTest, CopiesRoundTripAndDeviceToDeviceMayOverlap) {
   EXPECT_TRUE(device_->CopyHostToDevice(At(0), nullptr, 0).ok());
 }
 
+TEST_P(HalConformanceTest, TheCollectiveEngineReducesEveryOperandInPlaceOrNot) {
+  Upload(0, {1, 2, 3});
+  Upload(4, {10, 20, 30});
+  Upload(8, {100, 200, 300});
+  std::vector<ReduceOperand> sources = {{device_, At(0)}, {device_, At(4)}, {device_, At(8)}};
+  auto reduce = [&](ReduceOp op, uint64_t destination, double scale = 0) {
+    return device_->Reduce(
+        Reduction{.op = op, .type = ElementType::kFloat32, .count = 3, .scale = scale},
+        destination, sources);
+  };
+  ASSERT_TRUE(reduce(ReduceOp::kSum, At(12)).ok());
+  EXPECT_EQ(Download(12, 3), (std::vector<float>{111, 222, 333}));
+  ASSERT_TRUE(reduce(ReduceOp::kMax, At(12)).ok());
+  EXPECT_EQ(Download(12, 3), (std::vector<float>{100, 200, 300}));
+  ASSERT_TRUE(reduce(ReduceOp::kPremulSum, At(12), 0.5).ok());
+  EXPECT_EQ(Download(12, 3), (std::vector<float>{55.5, 111, 166.5}));
+  // In place: the destination is the first operand.
+  ASSERT_TRUE(reduce(ReduceOp::kAvg, At(0)).ok());
+  EXPECT_EQ(Download(0, 3), (std::vector<float>{37, 74, 111}));
+  // Integer averages round toward zero; bool averages are refused.
+  const std::vector<int32_t> ints = {-7, 7};
+  ASSERT_TRUE(device_->CopyHostToDevice(At(16), ints.data(), 8).ok());
+  ASSERT_TRUE(device_->CopyHostToDevice(At(18), std::vector<int32_t>{0, 0}.data(), 8).ok());
+  std::vector<ReduceOperand> int_sources = {{device_, At(16)}, {device_, At(18)}};
+  ASSERT_TRUE(device_->Reduce(Reduction{.op = ReduceOp::kAvg, .type = ElementType::kInt32,
+                                        .count = 2},
+                              At(20), int_sources)
+                  .ok());
+  std::vector<int32_t> averaged(2);
+  ASSERT_TRUE(device_->CopyDeviceToHost(averaged.data(), At(20), 8).ok());
+  EXPECT_EQ(averaged, (std::vector<int32_t>{-3, 3}));
+  EXPECT_FALSE(device_->Reduce(Reduction{.op = ReduceOp::kAvg, .type = ElementType::kBool,
+                                         .count = 2},
+                               At(20), int_sources)
+                   .ok());
+  EXPECT_FALSE(device_->Reduce(Reduction{.op = ReduceOp::kPremulSum, .type = ElementType::kInt32,
+                                         .count = 2, .scale = 2},
+                               At(20), int_sources)
+                   .ok());
+}
+
 TEST_P(HalConformanceTest, FillRepeatsEveryPatternWidthAndRefusesOthers) {
   for (uint32_t width : {1u, 2u, 4u, 8u}) {
     ASSERT_TRUE(device_->Fill(At(0), 16, 0x0102030405060708ull, width).ok()) << width;

@@ -72,6 +72,7 @@ TEST(CommandRingAbiTest, StructuresAreTriviallyCopyable) {
   EXPECT_TRUE(std::is_trivially_copyable_v<neuron_rtd_copy_payload>);
   EXPECT_TRUE(std::is_trivially_copyable_v<neuron_rtd_launch_payload>);
   EXPECT_TRUE(std::is_trivially_copyable_v<neuron_rtd_collective_payload>);
+  EXPECT_TRUE(std::is_trivially_copyable_v<neuron_rtd_collective_op>);
 }
 
 TEST(CommandRingAbiTest, OpcodesAreStable) {

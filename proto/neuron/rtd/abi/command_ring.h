@@ -39,8 +39,10 @@
 
 #define NEURON_RTD_ABI_VERSION_MAJOR 1u
 /* 2: records of up to 32 KiB and launches of up to 3840 addresses (a
- * compiled graph's inputs and outputs), rings of at least 32 KiB. */
-#define NEURON_RTD_ABI_VERSION_MINOR 2u
+ * compiled graph's inputs and outputs), rings of at least 32 KiB.
+ * 3: COLLECTIVE records carry a group of operations (no daemon before 3
+ * executed a COLLECTIVE record). */
+#define NEURON_RTD_ABI_VERSION_MINOR 3u
 
 /* "NRRG" and "NRCP", little-endian. */
 #define NEURON_RTD_RING_MAGIC 0x4752524eu
@@ -56,6 +58,8 @@
 #define NEURON_RTD_MAX_RECORD_BYTES 32768u
 #define NEURON_RTD_MAX_OP_NAME_BYTES 128u
 #define NEURON_RTD_MAX_LAUNCH_ARGS 3840u
+/* Operations in one COLLECTIVE record (one group). */
+#define NEURON_RTD_MAX_COLLECTIVE_OPS 512u
 #define NEURON_RTD_MIN_RING_BYTES 32768u
 #define NEURON_RTD_MAX_RING_BYTES (64u * 1024u * 1024u)
 
@@ -215,16 +219,30 @@ struct neuron_rtd_launch_payload {
   uint32_t scalar_bytes;
 };
 
+/* What each rank's operation of a collective means (count: the op's
+ * element_count; n: the communicator's size; r: the rank):
+ *   ALL_REDUCE      send[count] of every rank, reduced, into every recv[count]
+ *   ALL_GATHER      send[count] of rank i into every recv[i*count .. (i+1)*count]
+ *   REDUCE_SCATTER  send[n*count] of every rank, reduced, slice r into recv[count]
+ *   BROADCAST       the root's send[count] into every other rank's recv[count]
+ *   REDUCE          send[count] of every rank, reduced, into the root's recv[count]
+ *   SEND, RECV      send[count] to `peer`; recv[count] from `peer` (the k-th SEND
+ *                   from a rank to a peer matches the peer's k-th RECV from it)
+ *   BARRIER         nothing moves; completes when every rank has arrived
+ * Collectives (all but SEND and RECV) match across ranks in the order each
+ * rank issues them on the communicator; their kind, count, dtype, op and root
+ * must agree. */
 enum neuron_rtd_collective_kind {
   NEURON_RTD_COLLECTIVE_INVALID = 0,
   NEURON_RTD_COLLECTIVE_ALL_REDUCE = 1,
   NEURON_RTD_COLLECTIVE_ALL_GATHER = 2,
   NEURON_RTD_COLLECTIVE_REDUCE_SCATTER = 3,
   NEURON_RTD_COLLECTIVE_BROADCAST = 4,
-  NEURON_RTD_COLLECTIVE_ALL_TO_ALL = 5,
+  NEURON_RTD_COLLECTIVE_REDUCE = 5,
   NEURON_RTD_COLLECTIVE_SEND = 6,
   NEURON_RTD_COLLECTIVE_RECV = 7,
-  NEURON_RTD_COLLECTIVE_BARRIER = 8
+  NEURON_RTD_COLLECTIVE_BARRIER = 8,
+  NEURON_RTD_COLLECTIVE_KIND_COUNT_
 };
 
 enum neuron_rtd_reduce_op {
@@ -233,7 +251,10 @@ enum neuron_rtd_reduce_op {
   NEURON_RTD_REDUCE_PRODUCT = 2,
   NEURON_RTD_REDUCE_MIN = 3,
   NEURON_RTD_REDUCE_MAX = 4,
-  NEURON_RTD_REDUCE_AVG = 5
+  NEURON_RTD_REDUCE_AVG = 5,
+  /* Each rank's input times `scale`, summed (PyTorch's PREMUL_SUM). */
+  NEURON_RTD_REDUCE_PREMUL_SUM = 6,
+  NEURON_RTD_REDUCE_OP_COUNT_
 };
 
 /* Element types on the wire (collectives and fills of typed data). */
@@ -246,18 +267,45 @@ enum neuron_rtd_dtype {
   NEURON_RTD_DTYPE_UINT8 = 5,
   NEURON_RTD_DTYPE_INT32 = 6,
   NEURON_RTD_DTYPE_INT64 = 7,
-  NEURON_RTD_DTYPE_BOOL = 8
+  NEURON_RTD_DTYPE_BOOL = 8,
+  NEURON_RTD_DTYPE_COUNT_
 };
 
+/* Bytes per element of a wire dtype; 0 for one that is not known. */
+static inline uint32_t neuron_rtd_dtype_bytes(uint32_t dtype) {
+  switch (dtype) {
+    case NEURON_RTD_DTYPE_FLOAT32: return 4u;
+    case NEURON_RTD_DTYPE_BFLOAT16: return 2u;
+    case NEURON_RTD_DTYPE_FLOAT16: return 2u;
+    case NEURON_RTD_DTYPE_INT8: return 1u;
+    case NEURON_RTD_DTYPE_UINT8: return 1u;
+    case NEURON_RTD_DTYPE_INT32: return 4u;
+    case NEURON_RTD_DTYPE_INT64: return 8u;
+    case NEURON_RTD_DTYPE_BOOL: return 1u;
+    default: return 0u;
+  }
+}
+
+/* A COLLECTIVE record's payload: this header, then `op_count` operations.
+ * The operations form one group (as NCCL's ncclGroupStart/ncclGroupEnd):
+ * the daemon posts them all before it waits for any, so two ranks that each
+ * send to the other and then receive from it in one group do not deadlock.
+ * The record completes when every operation has. */
 struct neuron_rtd_collective_payload {
   uint64_t communicator_handle;
+  uint32_t op_count; /* 1 .. NEURON_RTD_MAX_COLLECTIVE_OPS */
+  uint32_t reserved0;
+};
+
+struct neuron_rtd_collective_op {
   uint32_t kind;      /* enum neuron_rtd_collective_kind */
-  uint32_t reduce_op; /* enum neuron_rtd_reduce_op */
+  uint32_t reduce_op; /* enum neuron_rtd_reduce_op; NONE unless the kind reduces */
   uint32_t dtype;     /* enum neuron_rtd_dtype */
-  uint32_t peer;      /* root for BROADCAST, peer rank for SEND/RECV */
+  uint32_t peer;      /* root for BROADCAST and REDUCE, peer rank for SEND/RECV, else 0 */
   uint64_t send_address;
   uint64_t recv_address;
   uint64_t element_count;
+  double scale;       /* the PREMUL_SUM factor; 0 otherwise */
 };
 
 enum neuron_rtd_marker_kind {
@@ -395,8 +443,16 @@ NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_copy_payload) == 56, "copy lay
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_fill_payload) == 32, "fill layout changed");
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_wait_payload) == 16, "wait layout changed");
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_launch_payload) == 16, "launch layout changed");
-NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_payload) == 48,
+NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_payload) == 16,
                          "collective layout changed");
+NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_op) == 48,
+                         "collective op layout changed");
+NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_payload) +
+                                 NEURON_RTD_MAX_COLLECTIVE_OPS *
+                                     sizeof(struct neuron_rtd_collective_op) +
+                                 NEURON_RTD_MAX_OP_NAME_BYTES + 32u <=
+                             NEURON_RTD_MAX_RECORD_BYTES,
+                         "a group of the most collective ops must fit one record");
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_marker_payload) == 16, "marker layout changed");
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_completion_page_header) ==
                              NEURON_RTD_CACHE_LINE,

@@ -1,0 +1,454 @@
+#include "daemon/collectives/communicator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace neuron::rtd::collectives {
+namespace {
+
+hal::ElementType ElementTypeOf(uint32_t dtype) {
+  switch (dtype) {
+    case NEURON_RTD_DTYPE_BFLOAT16:
+      return hal::ElementType::kBFloat16;
+    case NEURON_RTD_DTYPE_FLOAT16:
+      return hal::ElementType::kFloat16;
+    case NEURON_RTD_DTYPE_INT8:
+      return hal::ElementType::kInt8;
+    case NEURON_RTD_DTYPE_UINT8:
+      return hal::ElementType::kUInt8;
+    case NEURON_RTD_DTYPE_INT32:
+      return hal::ElementType::kInt32;
+    case NEURON_RTD_DTYPE_INT64:
+      return hal::ElementType::kInt64;
+    case NEURON_RTD_DTYPE_BOOL:
+      return hal::ElementType::kBool;
+    default:
+      return hal::ElementType::kFloat32;
+  }
+}
+
+hal::ReduceOp ReduceOpOf(uint32_t op) {
+  switch (op) {
+    case NEURON_RTD_REDUCE_PRODUCT:
+      return hal::ReduceOp::kProduct;
+    case NEURON_RTD_REDUCE_MIN:
+      return hal::ReduceOp::kMin;
+    case NEURON_RTD_REDUCE_MAX:
+      return hal::ReduceOp::kMax;
+    case NEURON_RTD_REDUCE_AVG:
+      return hal::ReduceOp::kAvg;
+    case NEURON_RTD_REDUCE_PREMUL_SUM:
+      return hal::ReduceOp::kPremulSum;
+    default:
+      return hal::ReduceOp::kSum;
+  }
+}
+
+uint64_t ElementBytesOf(const neuron_rtd_collective_op& op) {
+  return op.element_count * neuron_rtd_dtype_bytes(op.dtype);
+}
+
+bool Overlap(hal::Device* a_device, uint64_t a, hal::Device* b_device, uint64_t b,
+             uint64_t bytes) {
+  return a_device == b_device && a < b + bytes && b < a + bytes;
+}
+
+std::string Describe(const neuron_rtd_collective_op& op) {
+  return absl::StrFormat("%s of %d elements (dtype %d, op %d, root %d)",
+                         CollectiveKindName(op.kind), op.element_count, op.dtype, op.reduce_op,
+                         op.peer);
+}
+
+// Reduces the same `bytes` slice (at `offset` into every rank's send buffer)
+// into `destination`.
+absl::Status ReduceInto(const std::vector<const RankOp*>& ranks, uint64_t offset,
+                        const RankBuffer& destination, uint64_t bytes) {
+  const neuron_rtd_collective_op& first = ranks.front()->op;
+  std::vector<hal::ReduceOperand> sources;
+  sources.reserve(ranks.size());
+  for (const RankOp* rank : ranks) {
+    sources.push_back({rank->send.device, rank->send.address + offset});
+  }
+  // The destination may alias the first source only: put the one it is
+  // (an in-place collective) first, and refuse any other overlap.
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].device == destination.device && sources[i].address == destination.address) {
+      std::swap(sources[0], sources[i]);
+      break;
+    }
+  }
+  for (size_t i = 1; i < sources.size(); ++i) {
+    if (Overlap(sources[i].device, sources[i].address, destination.device, destination.address,
+                bytes)) {
+      return absl::InvalidArgumentError(
+          "a rank's result buffer overlaps another rank's input buffer");
+    }
+  }
+  hal::Reduction reduction{.op = ReduceOpOf(first.reduce_op),
+                           .type = ElementTypeOf(first.dtype),
+                           .count = first.element_count,
+                           .scale = first.scale};
+  return destination.device->Reduce(reduction, destination.address, sources);
+}
+
+absl::Status Copy(const RankBuffer& to, uint64_t to_offset, const RankBuffer& from,
+                  uint64_t from_offset, uint64_t bytes) {
+  if (to.device == from.device && to.address + to_offset == from.address + from_offset) {
+    return absl::OkStatus();
+  }
+  return to.device->CopyDeviceToDevice(to.address + to_offset, *from.device,
+                                       from.address + from_offset, bytes);
+}
+
+}  // namespace
+
+std::string_view CollectiveKindName(uint32_t kind) {
+  switch (kind) {
+    case NEURON_RTD_COLLECTIVE_ALL_REDUCE:
+      return "ALL_REDUCE";
+    case NEURON_RTD_COLLECTIVE_ALL_GATHER:
+      return "ALL_GATHER";
+    case NEURON_RTD_COLLECTIVE_REDUCE_SCATTER:
+      return "REDUCE_SCATTER";
+    case NEURON_RTD_COLLECTIVE_BROADCAST:
+      return "BROADCAST";
+    case NEURON_RTD_COLLECTIVE_REDUCE:
+      return "REDUCE";
+    case NEURON_RTD_COLLECTIVE_SEND:
+      return "SEND";
+    case NEURON_RTD_COLLECTIVE_RECV:
+      return "RECV";
+    case NEURON_RTD_COLLECTIVE_BARRIER:
+      return "BARRIER";
+    default:
+      return "INVALID";
+  }
+}
+
+absl::StatusOr<OperationExtents> ExtentsOf(const neuron_rtd_collective_op& op, uint32_t rank,
+                                           uint32_t size) {
+  const uint64_t bytes = ElementBytesOf(op);
+  const bool rooted = op.kind == NEURON_RTD_COLLECTIVE_BROADCAST ||
+                      op.kind == NEURON_RTD_COLLECTIVE_REDUCE ||
+                      op.kind == NEURON_RTD_COLLECTIVE_SEND || op.kind == NEURON_RTD_COLLECTIVE_RECV;
+  if (rooted && op.peer >= size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s names rank %d; the communicator has %d", CollectiveKindName(op.kind), op.peer, size));
+  }
+  switch (op.kind) {
+    case NEURON_RTD_COLLECTIVE_ALL_REDUCE:
+      return OperationExtents{bytes, bytes};
+    case NEURON_RTD_COLLECTIVE_ALL_GATHER:
+      return OperationExtents{bytes, bytes * size};
+    case NEURON_RTD_COLLECTIVE_REDUCE_SCATTER:
+      return OperationExtents{bytes * size, bytes};
+    case NEURON_RTD_COLLECTIVE_BROADCAST:
+      return OperationExtents{rank == op.peer ? bytes : 0, bytes};
+    case NEURON_RTD_COLLECTIVE_REDUCE:
+      return OperationExtents{bytes, rank == op.peer ? bytes : 0};
+    case NEURON_RTD_COLLECTIVE_SEND:
+      return OperationExtents{bytes, 0};
+    case NEURON_RTD_COLLECTIVE_RECV:
+      return OperationExtents{0, bytes};
+    default:
+      return OperationExtents{};
+  }
+}
+
+Communicator::Communicator(std::string name, uint32_t size, absl::Duration timeout)
+    : name_(std::move(name)), size_(size), timeout_(timeout) {
+  members_.resize(size);
+  next_collective_.resize(size);
+}
+
+absl::Status Communicator::Join(uint32_t rank, std::string member, absl::Time deadline) {
+  absl::MutexLock lock(&mutex_);
+  if (!aborted_.ok()) return aborted_;
+  if (rank >= size_) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("rank %d does not exist in communicator %s of %d ranks", rank, name_, size_));
+  }
+  if (!members_[rank].empty()) {
+    return absl::AlreadyExistsError(absl::StrFormat("rank %d of communicator %s is taken by %s",
+                                                    rank, name_, members_[rank]));
+  }
+  members_[rank] = std::move(member);
+  ++joined_;
+  auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    return joined_ == size_ || !aborted_.ok();
+  };
+  mutex_.AwaitWithDeadline(absl::Condition(&settled), deadline);
+  if (!aborted_.ok()) return aborted_;
+  if (joined_ == size_) return absl::OkStatus();
+  std::vector<uint32_t> missing;
+  for (uint32_t i = 0; i < size_; ++i) {
+    if (members_[i].empty()) missing.push_back(i);
+  }
+  std::vector<Arrival> failed;
+  AbortLocked(absl::DeadlineExceededError(absl::StrFormat(
+                  "communicator %s: rank(s) %s of %d did not join in time", name_,
+                  absl::StrJoin(missing, ","), size_)),
+              failed);
+  return aborted_;
+}
+
+absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
+    uint32_t rank, std::vector<RankOp> ops, std::function<void()> on_done) {
+  auto completion =
+      std::make_shared<GroupCompletion>(static_cast<uint32_t>(ops.size()), std::move(on_done));
+  std::vector<Work> ready;
+  std::vector<std::pair<Work, absl::Status>> refused;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!aborted_.ok()) return aborted_;
+    if (rank >= size_ || members_[rank].empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("rank %d has not joined communicator %s", rank, name_));
+    }
+    const absl::Time now = absl::Now();
+    for (RankOp& op : ops) {
+      Arrival arrival{.rank = rank, .op = std::move(op), .completion = completion};
+      const uint32_t kind = arrival.op.op.kind;
+      if (kind == NEURON_RTD_COLLECTIVE_SEND || kind == NEURON_RTD_COLLECTIVE_RECV) {
+        const bool sends = kind == NEURON_RTD_COLLECTIVE_SEND;
+        const uint32_t sender = sends ? rank : arrival.op.op.peer;
+        const uint32_t receiver = sends ? arrival.op.op.peer : rank;
+        Channel& channel = channels_[uint64_t{sender} * size_ + receiver];
+        auto& others = sends ? channel.recvs : channel.sends;
+        if (others.empty()) {
+          (sends ? channel.sends : channel.recvs).emplace_back(std::move(arrival), now);
+          continue;
+        }
+        Arrival other = std::move(others.front().first);
+        others.pop_front();
+        Work pair;
+        pair.push_back(sends ? std::move(arrival) : std::move(other));
+        pair.push_back(sends ? std::move(other) : std::move(arrival));
+        const neuron_rtd_collective_op& send = pair[0].op.op;
+        const neuron_rtd_collective_op& recv = pair[1].op.op;
+        if (send.dtype != recv.dtype || send.element_count != recv.element_count) {
+          refused.emplace_back(
+              std::move(pair),
+              absl::InvalidArgumentError(absl::StrFormat(
+                  "communicator %s: rank %d sends %d elements of dtype %d to rank %d, which "
+                  "receives %d elements of dtype %d",
+                  name_, sender, send.element_count, send.dtype, receiver, recv.element_count,
+                  recv.dtype)));
+        } else {
+          ready.push_back(std::move(pair));
+        }
+        continue;
+      }
+      const uint64_t index = next_collective_[rank]++;
+      Slot& slot = slots_[index];
+      if (slot.arrivals.empty()) {
+        slot.index = index;
+        slot.arrivals.resize(size_);
+        slot.opened = now;
+      }
+      slot.arrivals[rank] = std::move(arrival);
+      if (++slot.arrived < size_) continue;
+      Work work;
+      for (std::optional<Arrival>& each : slot.arrivals) work.push_back(*std::move(each));
+      absl::Status agreement = CheckAgreement(slot);
+      slots_.erase(index);
+      if (agreement.ok()) {
+        ready.push_back(std::move(work));
+      } else {
+        refused.emplace_back(std::move(work), std::move(agreement));
+      }
+    }
+  }
+  for (auto& [work, status] : refused) {
+    for (Arrival& arrival : work) arrival.completion->Settle(status);
+  }
+  for (Work& work : ready) Execute(work);
+  return completion;
+}
+
+absl::Status Communicator::CheckAgreement(const Slot& slot) const {
+  const neuron_rtd_collective_op& first = slot.arrivals[0]->op.op;
+  const bool rooted = first.kind == NEURON_RTD_COLLECTIVE_BROADCAST ||
+                      first.kind == NEURON_RTD_COLLECTIVE_REDUCE;
+  for (uint32_t rank = 1; rank < size_; ++rank) {
+    const neuron_rtd_collective_op& op = slot.arrivals[rank]->op.op;
+    if (op.kind != first.kind || op.dtype != first.dtype ||
+        op.element_count != first.element_count || op.reduce_op != first.reduce_op ||
+        op.scale != first.scale || (rooted && op.peer != first.peer)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "communicator %s, collective #%d: rank 0 issued %s, rank %d issued %s (every rank must "
+          "issue the same collectives in the same order)",
+          name_, slot.index, Describe(first), rank, Describe(op)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Communicator::Execute(Work& work) {
+  absl::Status status = Move(work);
+  if (!status.ok()) {
+    status = absl::Status(status.code(),
+                          absl::StrFormat("communicator %s, %s: %s", name_,
+                                          CollectiveKindName(work[0].op.op.kind),
+                                          status.message()));
+  }
+  if (work[0].op.op.kind != NEURON_RTD_COLLECTIVE_SEND) {
+    absl::MutexLock lock(&mutex_);
+    ++collectives_completed_;
+  }
+  for (Arrival& arrival : work) arrival.completion->Settle(status);
+}
+
+absl::Status Communicator::Move(const Work& work) {
+  const neuron_rtd_collective_op& first = work[0].op.op;
+  const uint64_t bytes = ElementBytesOf(first);
+  if (bytes == 0) return absl::OkStatus();
+  std::vector<const RankOp*> ranks;
+  for (const Arrival& arrival : work) ranks.push_back(&arrival.op);
+  switch (first.kind) {
+    case NEURON_RTD_COLLECTIVE_SEND:
+      return Copy(ranks[1]->recv, 0, ranks[0]->send, 0, bytes);
+    case NEURON_RTD_COLLECTIVE_ALL_REDUCE: {
+      const RankBuffer& result = ranks[0]->recv;
+      if (absl::Status status = ReduceInto(ranks, 0, result, bytes); !status.ok()) return status;
+      for (size_t rank = 1; rank < ranks.size(); ++rank) {
+        if (absl::Status status = Copy(ranks[rank]->recv, 0, result, 0, bytes); !status.ok()) {
+          return status;
+        }
+      }
+      return absl::OkStatus();
+    }
+    case NEURON_RTD_COLLECTIVE_REDUCE:
+      return ReduceInto(ranks, 0, ranks[first.peer]->recv, bytes);
+    case NEURON_RTD_COLLECTIVE_REDUCE_SCATTER:
+      for (size_t rank = 0; rank < ranks.size(); ++rank) {
+        if (absl::Status status = ReduceInto(ranks, rank * bytes, ranks[rank]->recv, bytes);
+            !status.ok()) {
+          return status;
+        }
+      }
+      return absl::OkStatus();
+    case NEURON_RTD_COLLECTIVE_ALL_GATHER:
+      for (size_t from = 0; from < ranks.size(); ++from) {
+        for (size_t to = 0; to < ranks.size(); ++to) {
+          if (absl::Status status = Copy(ranks[to]->recv, from * bytes, ranks[from]->send, 0, bytes);
+              !status.ok()) {
+            return status;
+          }
+        }
+      }
+      return absl::OkStatus();
+    case NEURON_RTD_COLLECTIVE_BROADCAST: {
+      const RankBuffer& source = ranks[first.peer]->send;
+      for (const RankOp* rank : ranks) {
+        if (absl::Status status = Copy(rank->recv, 0, source, 0, bytes); !status.ok()) {
+          return status;
+        }
+      }
+      return absl::OkStatus();
+    }
+    default:
+      return absl::OkStatus();
+  }
+}
+
+void Communicator::Leave(uint32_t rank, std::string_view reason) {
+  std::vector<Arrival> failed;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!aborted_.ok()) return;
+    const std::string who = rank < size_ && !members_[rank].empty()
+                                ? absl::StrFormat("rank %d (%s)", rank, members_[rank])
+                                : absl::StrFormat("rank %d", rank);
+    status = absl::AbortedError(
+        absl::StrFormat("communicator %s: %s left: %s", name_, who, reason));
+    AbortLocked(status, failed);
+  }
+  for (Arrival& arrival : failed) arrival.completion->Settle(status);
+}
+
+void Communicator::Abort(absl::Status status) {
+  std::vector<Arrival> failed;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!aborted_.ok()) return;
+    AbortLocked(status, failed);
+  }
+  for (Arrival& arrival : failed) arrival.completion->Settle(status);
+}
+
+void Communicator::ExpireOverdue(absl::Time now) {
+  std::vector<Arrival> failed;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!aborted_.ok()) return;
+    const absl::Time limit = now - timeout_;
+    std::string overdue;
+    for (const auto& [index, slot] : slots_) {
+      if (slot.opened > limit) continue;
+      std::vector<uint32_t> missing;
+      std::string kind;
+      for (uint32_t rank = 0; rank < size_; ++rank) {
+        if (!slot.arrivals[rank]) {
+          missing.push_back(rank);
+        } else if (kind.empty()) {
+          kind = std::string(CollectiveKindName(slot.arrivals[rank]->op.op.kind));
+        }
+      }
+      overdue = absl::StrFormat("collective #%d (%s) waited more than %s for rank(s) %s", index,
+                                kind, absl::FormatDuration(timeout_), absl::StrJoin(missing, ","));
+      break;
+    }
+    for (auto it = channels_.begin(); overdue.empty() && it != channels_.end(); ++it) {
+      const uint64_t sender = it->first / size_;
+      const uint64_t receiver = it->first % size_;
+      const Channel& channel = it->second;
+      if (!channel.sends.empty() && channel.sends.front().second <= limit) {
+        overdue = absl::StrFormat("a send from rank %d waited more than %s for rank %d to receive",
+                                  sender, absl::FormatDuration(timeout_), receiver);
+      } else if (!channel.recvs.empty() && channel.recvs.front().second <= limit) {
+        overdue = absl::StrFormat("a receive on rank %d waited more than %s for rank %d to send",
+                                  receiver, absl::FormatDuration(timeout_), sender);
+      }
+    }
+    if (overdue.empty()) return;
+    status = absl::DeadlineExceededError(
+        absl::StrFormat("communicator %s timed out: %s", name_, overdue));
+    AbortLocked(status, failed);
+  }
+  for (Arrival& arrival : failed) arrival.completion->Settle(status);
+}
+
+void Communicator::AbortLocked(absl::Status status, std::vector<Arrival>& failed) {
+  aborted_ = std::move(status);
+  for (auto& [index, slot] : slots_) {
+    for (std::optional<Arrival>& arrival : slot.arrivals) {
+      if (arrival) failed.push_back(*std::move(arrival));
+    }
+  }
+  slots_.clear();
+  for (auto& [key, channel] : channels_) {
+    for (auto& [arrival, since] : channel.sends) failed.push_back(std::move(arrival));
+    for (auto& [arrival, since] : channel.recvs) failed.push_back(std::move(arrival));
+  }
+  channels_.clear();
+}
+
+Communicator::Info Communicator::info() const {
+  absl::MutexLock lock(&mutex_);
+  Info info{.name = name_, .size = size_, .members = members_,
+            .collectives_completed = collectives_completed_};
+  for (const auto& [index, slot] : slots_) info.operations_pending += slot.arrived;
+  for (const auto& [key, channel] : channels_) {
+    info.operations_pending += channel.sends.size() + channel.recvs.size();
+  }
+  if (!aborted_.ok()) info.aborted = std::string(aborted_.message());
+  return info;
+}
+
+}  // namespace neuron::rtd::collectives

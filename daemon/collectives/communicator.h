@@ -1,0 +1,163 @@
+// A communicator: the ranks of one process group on this host, which the
+// daemon matches operation by operation and serves directly in HBM (no copy
+// passes through a client).
+//
+// Each rank posts its COLLECTIVE records' groups of operations in its own
+// stream order. Collectives match across ranks by the order each rank issues
+// them; sends and receives match per (sender, receiver) pair, the k-th send
+// with the k-th receive. When the last rank of a collective arrives (or the
+// second side of a send/receive), the thread that posted it moves the data
+// and completes every participant's group.
+//
+// Thread-safety: every method may be called from any thread.
+// Lifetime: shared by the sessions whose ranks joined it (and, while the
+// rendezvous lasts, by the registry); the buffers a pending operation names
+// stay allocated through its RankBuffer's segment until it completes.
+#ifndef NEURON_RTD_DAEMON_COLLECTIVES_COMMUNICATOR_H_
+#define NEURON_RTD_DAEMON_COLLECTIVES_COMMUNICATOR_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/collectives/group_completion.h"
+#include "daemon/hal/device.h"
+#include "daemon/memory/segment.h"
+#include "neuron/rtd/abi/command_ring.h"
+
+namespace neuron::rtd::collectives {
+
+// Device memory of one rank, checked against that rank's session.
+struct RankBuffer {
+  memory::SegmentRef segment;
+  hal::Device* device = nullptr;
+  uint64_t address = 0;
+};
+
+// One operation of a rank's group. `send` and `recv` are set where the
+// operation reads or writes the rank's memory (OperationExtents).
+struct RankOp {
+  neuron_rtd_collective_op op{};
+  RankBuffer send;
+  RankBuffer recv;
+};
+
+// The bytes an operation reads from `send_address` and writes at
+// `recv_address` for `rank` of a communicator of `size` ranks (0: the
+// buffer is not used). INVALID_ARGUMENT when the root or peer is not a rank.
+struct OperationExtents {
+  uint64_t send_bytes = 0;
+  uint64_t recv_bytes = 0;
+};
+absl::StatusOr<OperationExtents> ExtentsOf(const neuron_rtd_collective_op& op, uint32_t rank,
+                                           uint32_t size);
+
+std::string_view CollectiveKindName(uint32_t kind);
+
+class Communicator {
+ public:
+  // `name` identifies the communicator in errors and listings (never the
+  // secret id). An operation that waits longer than `timeout` for its peers
+  // aborts the communicator.
+  Communicator(std::string name, uint32_t size, absl::Duration timeout);
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint32_t size() const { return size_; }
+  absl::Duration timeout() const { return timeout_; }
+
+  // The rendezvous: takes `rank` for `member` (a description for errors:
+  // session and process) and waits until every rank has joined, the
+  // deadline passes (DEADLINE_EXCEEDED naming the ranks missing; the
+  // communicator is aborted) or it is aborted. ALREADY_EXISTS when the rank
+  // is taken.
+  absl::Status Join(uint32_t rank, std::string member, absl::Time deadline);
+
+  // Posts `rank`'s group; its completion settles once every operation has
+  // run (or failed). The data of operations that this post completes moves
+  // on the calling thread before Post returns. `on_done` runs once, when the
+  // group settles, on whichever thread settles it. An error (nothing posted)
+  // when the communicator was aborted or an operation names buffers it
+  // cannot use.
+  absl::StatusOr<std::shared_ptr<GroupCompletion>> Post(uint32_t rank, std::vector<RankOp> ops,
+                                                        std::function<void()> on_done);
+
+  // `rank` is gone (its session closed, or it destroyed the communicator):
+  // what waits on it fails now, and so does every later operation.
+  void Leave(uint32_t rank, std::string_view reason);
+  // Fails every pending and later operation with `status`.
+  void Abort(absl::Status status);
+  // Aborts the communicator when an operation has waited longer than the
+  // timeout at `now`, naming the operation and the ranks it waits for.
+  void ExpireOverdue(absl::Time now);
+
+  struct Info {
+    std::string name;
+    uint32_t size = 0;
+    std::vector<std::string> members;  // by rank; empty where none joined
+    uint64_t collectives_completed = 0;
+    uint64_t operations_pending = 0;
+    std::string aborted;  // why, when it was
+  };
+  Info info() const;
+
+ private:
+  struct Arrival {
+    uint32_t rank = 0;
+    RankOp op;
+    std::shared_ptr<GroupCompletion> completion;
+  };
+  // The k-th collective: one arrival per rank.
+  struct Slot {
+    uint64_t index = 0;
+    std::vector<std::optional<Arrival>> arrivals;
+    uint32_t arrived = 0;
+    absl::Time opened;
+  };
+  // Sends from one rank to another, and the receiver's receives from it,
+  // that have not met their other side yet (only one deque is non-empty).
+  struct Channel {
+    std::deque<std::pair<Arrival, absl::Time>> sends;
+    std::deque<std::pair<Arrival, absl::Time>> recvs;
+  };
+  // Ready to move: a whole collective, or a send and its receive.
+  using Work = std::vector<Arrival>;
+
+  void Execute(Work& work);
+  absl::Status Move(const Work& work);
+  absl::Status CheckAgreement(const Slot& slot) const;
+  // Records `status` as the abort and moves every pending arrival into
+  // `failed`, to settle outside the lock.
+  void AbortLocked(absl::Status status, std::vector<Arrival>& failed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
+  const std::string name_;
+  const uint32_t size_;
+  const absl::Duration timeout_;
+
+  mutable absl::Mutex mutex_;
+  std::vector<std::string> members_ ABSL_GUARDED_BY(mutex_);
+  uint32_t joined_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
+  // next_collective_[rank]: the index of the rank's next collective.
+  std::vector<uint64_t> next_collective_ ABSL_GUARDED_BY(mutex_);
+  std::map<uint64_t, Slot> slots_ ABSL_GUARDED_BY(mutex_);
+  // By sender * size + receiver.
+  std::map<uint64_t, Channel> channels_ ABSL_GUARDED_BY(mutex_);
+  uint64_t collectives_completed_ ABSL_GUARDED_BY(mutex_) = 0;
+};
+
+}  // namespace neuron::rtd::collectives
+
+#endif  // NEURON_RTD_DAEMON_COLLECTIVES_COMMUNICATOR_H_
