@@ -134,9 +134,10 @@ def _register():
     _torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
-    from torch_neuronx import _flex_attention
+    from torch_neuronx import _distributed, _flex_attention
 
     _flex_attention.enable()
+    _distributed.register()
 
 
 _register()

@@ -10,6 +10,7 @@
 
 #include "csrc/aten/GenericOp.h"
 #include "csrc/python/CompiledGraphBindings.h"
+#include "csrc/python/DistributedBindings.h"
 #include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
@@ -213,6 +214,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_manual_seed_all", [](uint64_t seed) { ManualSeedAll(seed); });
   BindCompiledGraph(m);
+  BindDistributed(m);
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(DefaultGenerator(device)));

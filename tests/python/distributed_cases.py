@@ -1,0 +1,246 @@
+"""Multi-process cases of test_distributed.py: ``python distributed_cases.py
+CASE WORLD PORT`` spawns WORLD ranks that run CASE against the daemon at
+$NEURON_RTD_ADDRESS, and exits non-zero when a rank fails."""
+
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import torch_neuronx  # noqa: F401  (registers the neuron backend)
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64, torch.int8,
+          torch.uint8]
+
+
+def rank_input(rank, dtype, numel=6):
+    values = torch.arange(numel, dtype=torch.float64) + 3 * rank + 1
+    if dtype in (torch.int8, torch.uint8):
+        values = values % 5 + 1
+    return values.to(dtype)
+
+
+def expect_equal(actual, expected, what):
+    actual = actual.cpu()
+    if actual.dtype.is_floating_point:
+        ok = torch.allclose(actual.double(), expected.double(), rtol=1e-2, atol=1e-2)
+    else:
+        ok = torch.equal(actual, expected.to(actual.dtype))
+    assert ok, f"{what}: got {actual.tolist()}, expected {expected.tolist()}"
+
+
+def case_collectives(rank, world):
+    """Every collective and dtype against the result computed on the CPU,
+    and the reductions gloo supports against gloo's own result."""
+    device = torch.device("neuron")
+    inputs = [rank_input(r, torch.float64) for r in range(world)]
+    for dtype in DTYPES:
+        mine = rank_input(rank, dtype)
+        everyone = [rank_input(r, dtype) for r in range(world)]
+        ops = {dist.ReduceOp.SUM: lambda ts: sum(t.double() for t in ts),
+               dist.ReduceOp.MAX: lambda ts: torch.stack([t.double() for t in ts]).amax(0),
+               dist.ReduceOp.MIN: lambda ts: torch.stack([t.double() for t in ts]).amin(0),
+               dist.ReduceOp.PRODUCT: lambda ts: torch.stack([t.double() for t in ts]).prod(0)}
+        if dtype.is_floating_point:
+            ops[dist.ReduceOp.AVG] = lambda ts: sum(t.double() for t in ts) / world
+        for op, reference in ops.items():
+            tensor = mine.to(device)
+            dist.all_reduce(tensor, op=op)
+            expected = reference(everyone)
+            if not dtype.is_floating_point:
+                expected = expected.to(dtype)
+            expect_equal(tensor, expected, f"all_reduce {op} {dtype}")
+            if op != dist.ReduceOp.AVG and dtype in (torch.float32, torch.int64):
+                on_cpu = mine.clone()
+                dist.all_reduce(on_cpu, op=op)  # gloo
+                expect_equal(tensor, on_cpu, f"all_reduce {op} {dtype} against gloo")
+        gathered = torch.empty(world * mine.numel(), dtype=dtype, device=device)
+        dist.all_gather_into_tensor(gathered, mine.to(device))
+        expect_equal(gathered, torch.cat(everyone), f"all_gather_into_tensor {dtype}")
+        pieces = [torch.empty_like(mine, device=device) for _ in range(world)]
+        dist.all_gather(pieces, mine.to(device))
+        for r in range(world):
+            expect_equal(pieces[r], everyone[r], f"all_gather {dtype} piece {r}")
+        big = torch.cat([rank_input(rank, dtype, 4) + r for r in range(world)])
+        out = torch.empty(4, dtype=dtype, device=device)
+        dist.reduce_scatter_tensor(out, big.to(device))
+        expected = sum(rank_input(r, dtype, 4).double() + rank for r in range(world))
+        expect_equal(out, expected, f"reduce_scatter_tensor {dtype}")
+        tensor = mine.to(device)
+        dist.broadcast(tensor, src=world - 1)
+        expect_equal(tensor, everyone[world - 1], f"broadcast {dtype}")
+    # PREMUL_SUM, as FSDP's gradient division uses it.
+    tensor = inputs[rank].float().to(device)
+    dist.all_reduce(tensor, op=dist._make_nccl_premul_sum(0.5))
+    expect_equal(tensor, sum(inputs) * 0.5, "all_reduce PREMUL_SUM")
+    # A rank's tensors may be large and non-trivially sized.
+    large = torch.full((1 << 20,), float(rank + 1), device=device)
+    dist.all_reduce(large)
+    assert large.sum().item() == (1 << 20) * sum(r + 1 for r in range(world))
+    # Bitwise reductions are refused at the call, as NCCL refuses them.
+    try:
+        dist.all_reduce(torch.ones(2, dtype=torch.int32, device=device), op=dist.ReduceOp.BAND)
+    except ValueError as error:
+        assert "ReduceOp" in str(error), error
+    else:
+        raise AssertionError("BAND was not refused")
+
+
+def case_point_to_point(rank, world):
+    device = torch.device("neuron")
+    # A ring: every rank sends to the next and receives from the previous in
+    # one batch (each rank sends before it receives: grouped, no deadlock).
+    send = torch.full((3,), float(rank), device=device)
+    recv = torch.empty(3, device=device)
+    requests = dist.batch_isend_irecv([
+        dist.P2POp(dist.isend, send, (rank + 1) % world),
+        dist.P2POp(dist.irecv, recv, (rank - 1) % world)])
+    for request in requests:
+        request.wait()
+    expect_equal(recv, torch.full((3,), float((rank - 1) % world)), "batch_isend_irecv")
+    if rank == 0:
+        dist.send(torch.arange(4.0, device=device), dst=1)
+    elif rank == 1:
+        got = torch.empty(4, device=device)
+        dist.recv(got, src=0)
+        expect_equal(got, torch.arange(4.0), "send/recv")
+    # Uneven all_to_all_single: rank r sends r+1+p rows to rank p.
+    input_splits = [rank + 1 + p for p in range(world)]
+    output_splits = [r + 1 + rank for r in range(world)]
+    data = torch.cat([torch.full((n, 2), float(10 * rank + p)) for p, n in enumerate(input_splits)])
+    out = torch.empty(sum(output_splits), 2, device=device)
+    dist.all_to_all_single(out, data.to(device), output_splits, input_splits)
+    expected = torch.cat([torch.full((n, 2), float(10 * r + rank))
+                          for r, n in enumerate(output_splits)])
+    expect_equal(out, expected, "all_to_all_single (uneven)")
+    outs = [torch.empty(2, device=device) for _ in range(world)]
+    dist.all_to_all(outs, [torch.full((2,), float(10 * rank + p), device=device)
+                           for p in range(world)])
+    for r in range(world):
+        expect_equal(outs[r], torch.full((2,), float(10 * r + rank)), "all_to_all")
+    mine = torch.full((2,), float(rank + 1), device=device)
+    gathered = [torch.empty(2, device=device) for _ in range(world)] if rank == 0 else None
+    dist.gather(mine, gathered, dst=0)
+    if rank == 0:
+        for r in range(world):
+            expect_equal(gathered[r], torch.full((2,), float(r + 1)), "gather")
+    piece = torch.empty(2, device=device)
+    sources = [torch.full((2,), float(5 * r), device=device) for r in range(world)]
+    dist.scatter(piece, sources if rank == 0 else None, src=0)
+    expect_equal(piece, torch.full((2,), float(5 * rank)), "scatter")
+    total = torch.full((2,), float(rank + 1), device=device)
+    dist.reduce(total, dst=0)
+    if rank == 0:
+        expect_equal(total, torch.full((2,), float(sum(r + 1 for r in range(world)))), "reduce")
+    # An asynchronous collective's future carries its result (DDP's hooks).
+    future = dist.all_reduce(torch.ones(2, device=device), async_op=True).get_future()
+    expect_equal(future.wait()[0], torch.full((2,), float(world)), "async all_reduce future")
+
+
+def case_ddp(rank, world):
+    """DDP on neuron matches training the same model on the CPU with the
+    ranks' batches together, and leaves every replica identical."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 4))
+    reference.load_state_dict(model.state_dict())
+    ddp = torch.nn.parallel.DistributedDataParallel(model.to("neuron"))
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(4):
+        batches = [torch.randn(5, 8, generator=torch.Generator().manual_seed(100 * step + r))
+                   for r in range(world)]
+        targets = [torch.randn(5, 4, generator=torch.Generator().manual_seed(7 + 100 * step + r))
+                   for r in range(world)]
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(ddp(batches[rank].to("neuron")),
+                                            targets[rank].to("neuron"))
+        loss.backward()
+        optimizer.step()
+        reference_optimizer.zero_grad()
+        torch.nn.functional.mse_loss(reference(torch.cat(batches)), torch.cat(targets)).backward()
+        reference_optimizer.step()
+    for name, parameter in ddp.module.named_parameters():
+        replicas = [torch.empty_like(parameter) for _ in range(world)]
+        dist.all_gather(replicas, parameter.detach())
+        for r in range(1, world):
+            assert torch.equal(replicas[r].cpu(), replicas[0].cpu()), f"{name} differs on rank {r}"
+        expected = dict(reference.named_parameters())[name]
+        assert torch.allclose(parameter.detach().cpu(), expected.detach(), atol=1e-5), name
+
+
+def case_dead_rank(rank, world):
+    """A rank that dies leaves its peers' collective failing with an error
+    that names it, instead of a hang."""
+    tensor = torch.ones(4, device="neuron")
+    dist.all_reduce(tensor)
+    torch.neuron.synchronize()
+    if rank == 1:
+        os._exit(0)
+    started = time.monotonic()
+    try:
+        dist.all_reduce(tensor)
+        torch.neuron.synchronize()
+    except RuntimeError as error:
+        assert "rank 1" in str(error) and "left" in str(error), error
+        assert time.monotonic() - started < 60
+        os._exit(0)
+    raise AssertionError("the collective with a dead peer did not fail")
+
+
+def case_cpu_only(rank, world):
+    """Programs that use only the CPU keep working with torch_neuronx
+    installed."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    dist.destroy_process_group()
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    mesh = init_device_mesh("cpu", (world,))
+    tensor = torch.ones(2)
+    dist.all_reduce(tensor, group=mesh.get_group())
+    assert tensor.tolist() == [float(world)] * 2
+    dist.destroy_process_group()
+    # No backend named: the accelerator's, as on CUDA (where it is nccl).
+    dist.init_process_group(rank=rank, world_size=world)
+    on_neuron = torch.ones(2, device="neuron")
+    dist.all_reduce(on_neuron)
+    assert on_neuron.cpu().tolist() == [float(world)] * 2
+
+
+def case_device_mesh(rank, world):
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("neuron", (world,))
+    tensor = torch.full((2,), float(rank), device="neuron")
+    dist.all_reduce(tensor, group=mesh.get_group())
+    assert tensor.cpu().tolist() == [float(sum(range(world)))] * 2
+    sub = dist.new_group([0, 1])
+    tensor = torch.ones(1, device="neuron")
+    dist.all_reduce(tensor, group=sub)
+    assert tensor.item() == 2.0
+
+
+CASES = {name[len("case_"):]: function for name, function in globals().items()
+         if name.startswith("case_")}
+# Cases that set up their own process groups.
+OWN_GROUP = {"cpu_only"}
+
+
+def run(rank, world, case, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    backend = "gloo" if case in OWN_GROUP else "cpu:gloo,neuron:neuron"
+    dist.init_process_group(backend, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=30))
+    CASES[case](rank, world)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    case, world, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    mp.spawn(run, args=(world, case, port), nprocs=world)

@@ -1,0 +1,49 @@
+"""torch.distributed with the neuron backend: ranks are processes, each a
+session of the test daemon (distributed_cases.py holds what they run)."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+CASES = os.path.join(os.path.dirname(__file__), "distributed_cases.py")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_case(case, world=2):
+    result = subprocess.run(
+        [sys.executable, CASES, case, str(world), str(free_port())],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_every_collective_and_dtype_matches_the_cpu_and_gloo(world):
+    run_case("collectives", world)
+
+
+def test_point_to_point_all_to_all_gather_scatter_and_futures():
+    run_case("point_to_point", 3)
+
+
+def test_ddp_matches_one_process_training_and_keeps_replicas_identical():
+    run_case("ddp")
+
+
+def test_a_dead_rank_fails_its_peers_collective_naming_it():
+    run_case("dead_rank")
+
+
+def test_cpu_only_programs_keep_working_beside_the_neuron_backend():
+    run_case("cpu_only")
+
+
+def test_device_mesh_and_subgroups_on_neuron():
+    run_case("device_mesh")
