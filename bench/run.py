@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import allreduce  # noqa: E402
 import compiled_step  # noqa: E402
 import core_sharing  # noqa: E402
 import daemon_startup  # noqa: E402
@@ -22,7 +23,8 @@ import data_plane  # noqa: E402
 import resnet_step  # noqa: E402
 import train_step  # noqa: E402
 
-BENCHMARKS = [daemon_startup, data_plane, core_sharing, train_step, resnet_step, compiled_step]
+BENCHMARKS = [daemon_startup, data_plane, core_sharing, train_step, resnet_step, compiled_step,
+              allreduce]
 
 
 def main() -> int:

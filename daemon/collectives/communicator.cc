@@ -9,6 +9,10 @@
 namespace neuron::rtd::collectives {
 namespace {
 
+// The slice of an all-reduce's result that is reduced and then copied to
+// the other ranks before the next: small enough to stay in the cache.
+constexpr uint64_t kAllReduceSliceBytes = 256 << 10;
+
 hal::ElementType ElementTypeOf(uint32_t dtype) {
   switch (dtype) {
     case NEURON_RTD_DTYPE_BFLOAT16:
@@ -89,7 +93,7 @@ absl::Status ReduceInto(const std::vector<const RankOp*>& ranks, uint64_t offset
   }
   hal::Reduction reduction{.op = ReduceOpOf(first.reduce_op),
                            .type = ElementTypeOf(first.dtype),
-                           .count = first.element_count,
+                           .count = bytes / neuron_rtd_dtype_bytes(first.dtype),
                            .scale = first.scale};
   return destination.device->Reduce(reduction, destination.address, sources);
 }
@@ -312,11 +316,22 @@ absl::Status Communicator::Move(const Work& work) {
     case NEURON_RTD_COLLECTIVE_SEND:
       return Copy(ranks[1]->recv, 0, ranks[0]->send, 0, bytes);
     case NEURON_RTD_COLLECTIVE_ALL_REDUCE: {
-      const RankBuffer& result = ranks[0]->recv;
-      if (absl::Status status = ReduceInto(ranks, 0, result, bytes); !status.ok()) return status;
-      for (size_t rank = 1; rank < ranks.size(); ++rank) {
-        if (absl::Status status = Copy(ranks[rank]->recv, 0, result, 0, bytes); !status.ok()) {
+      // Slice by slice, so that each slice of the result is still in the
+      // cache when it is copied to the other ranks.
+      const uint64_t element_bytes = neuron_rtd_dtype_bytes(first.dtype);
+      const uint64_t slice = kAllReduceSliceBytes / element_bytes * element_bytes;
+      for (uint64_t offset = 0; offset < bytes; offset += slice) {
+        const uint64_t length = std::min(slice, bytes - offset);
+        RankBuffer result = ranks[0]->recv;
+        result.address += offset;
+        if (absl::Status status = ReduceInto(ranks, offset, result, length); !status.ok()) {
           return status;
+        }
+        for (size_t rank = 1; rank < ranks.size(); ++rank) {
+          if (absl::Status status = Copy(ranks[rank]->recv, offset, result, 0, length);
+              !status.ok()) {
+            return status;
+          }
         }
       }
       return absl::OkStatus();
