@@ -304,4 +304,36 @@ nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string&
   };
 }
 
+std::string CommunicatorsTable(const std::vector<neuronrt::CommunicatorInfo>& communicators) {
+  std::vector<std::vector<std::string>> rows = {
+      {"GROUP", "RANKS", "COMPLETED", "PENDING", "STATE", "MEMBERS"}};
+  for (const neuronrt::CommunicatorInfo& communicator : communicators) {
+    std::vector<std::string> members;
+    for (size_t rank = 0; rank < communicator.members.size(); ++rank) {
+      members.push_back(absl::StrFormat(
+          "%d: %s", rank,
+          communicator.members[rank].empty() ? "(not joined)" : communicator.members[rank]));
+    }
+    rows.push_back({communicator.name, absl::StrFormat("%d", communicator.size),
+                    absl::StrFormat("%d", communicator.collectives_completed),
+                    absl::StrFormat("%d", communicator.operations_pending),
+                    communicator.aborted.empty() ? "ok" : "aborted: " + communicator.aborted,
+                    absl::StrJoin(members, "; ")});
+  }
+  return RenderTable(rows);
+}
+
+nlohmann::json CommunicatorsJson(const std::vector<neuronrt::CommunicatorInfo>& communicators) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const neuronrt::CommunicatorInfo& communicator : communicators) {
+    list.push_back({{"name", communicator.name},
+                    {"size", communicator.size},
+                    {"members", communicator.members},
+                    {"collectives_completed", communicator.collectives_completed},
+                    {"operations_pending", communicator.operations_pending},
+                    {"aborted", communicator.aborted}});
+  }
+  return {{"groups", std::move(list)}};
+}
+
 }  // namespace neuronctl

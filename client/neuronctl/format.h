@@ -23,6 +23,8 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices);
 
 std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions);
 nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions);
+std::string CommunicatorsTable(const std::vector<neuronrt::CommunicatorInfo>& communicators);
+nlohmann::json CommunicatorsJson(const std::vector<neuronrt::CommunicatorInfo>& communicators);
 
 std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores);
 nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores);

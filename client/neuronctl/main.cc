@@ -64,6 +64,12 @@ int main(int argc, char** argv) {
       "ps", "list sessions: pid, user, cores, HBM used, streams, commands completed and failed");
   ps->add_flag("--json", ps_json, "print JSON instead of a table");
 
+  bool groups_json = false;
+  CLI::App* groups = app.add_subcommand(
+      "groups", "list communicators (torch.distributed process groups): ranks and their "
+                "sessions, collectives completed and waiting, aborts");
+  groups->add_flag("--json", groups_json, "print JSON instead of a table");
+
   uint64_t kill_session = 0;
   std::string kill_reason;
   CLI::App* kill = app.add_subcommand(
@@ -145,6 +151,18 @@ int main(int argc, char** argv) {
       std::cout << neuronctl::SessionsJson(*sessions).dump(2) << "\n";
     } else {
       std::cout << neuronctl::SessionsTable(*sessions);
+    }
+    return 0;
+  }
+
+  if (*groups) {
+    absl::StatusOr<std::vector<neuronrt::CommunicatorInfo>> communicators =
+        (*client)->ListCommunicators();
+    if (!communicators.ok()) return Report(communicators.status(), address);
+    if (groups_json) {
+      std::cout << neuronctl::CommunicatorsJson(*communicators).dump(2) << "\n";
+    } else {
+      std::cout << neuronctl::CommunicatorsTable(*communicators);
     }
     return 0;
   }

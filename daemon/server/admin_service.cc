@@ -60,6 +60,21 @@ grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSess
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::ListCommunicators(grpc::ServerContext*,
+                                             const v1::ListCommunicatorsRequest*,
+                                             v1::ListCommunicatorsResponse* response) {
+  for (const collectives::Communicator::Info& each : communicators_.List()) {
+    v1::CommunicatorInfo* info = response->add_communicators();
+    info->set_name(each.name);
+    info->set_size(each.size);
+    for (const std::string& member : each.members) info->add_members(member);
+    info->set_collectives_completed(each.collectives_completed);
+    info->set_operations_pending(each.operations_pending);
+    info->set_aborted(each.aborted);
+  }
+  return grpc::Status::OK;
+}
+
 absl::StatusOr<PeerCredentials> AdminService::Caller(grpc::ServerContext* context) const {
   std::optional<PeerCredentials> caller = peers_.Lookup(context->peer());
   if (!caller) return absl::UnauthenticatedError("the daemon cannot identify this connection's peer");

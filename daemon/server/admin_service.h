@@ -3,6 +3,7 @@
 #ifndef NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
 #define NEURON_RTD_DAEMON_SERVER_ADMIN_SERVICE_H_
 
+#include "daemon/collectives/communicator_registry.h"
 #include "daemon/compiler/compile_service.h"
 #include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
@@ -21,19 +22,24 @@ class AdminService final : public v1::Admin::Service {
  public:
   AdminService(const hal::Backend& backend, const memory::MemoryManager& memory,
                const queue::Scheduler& scheduler, exec::ExecutableCache& executables,
-               session::SessionManager& sessions, const PeerRegistry& peers,
+               session::SessionManager& sessions,
+               const collectives::CommunicatorRegistry& communicators, const PeerRegistry& peers,
                DaemonStatus& status, compiler::CompileService* compiler)
       : backend_(backend),
         memory_(memory),
         scheduler_(scheduler),
         executables_(executables),
         sessions_(sessions),
+        communicators_(communicators),
         peers_(peers),
         status_(status),
         compiler_(compiler) {}
 
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
                       v1::HealthResponse* response) override;
+  grpc::Status ListCommunicators(grpc::ServerContext* context,
+                                 const v1::ListCommunicatorsRequest* request,
+                                 v1::ListCommunicatorsResponse* response) override;
   grpc::Status ListDevices(grpc::ServerContext* context, const v1::AdminListDevicesRequest* request,
                            v1::AdminListDevicesResponse* response) override;
   grpc::Status ListSessions(grpc::ServerContext* context, const v1::ListSessionsRequest* request,
@@ -65,6 +71,7 @@ class AdminService final : public v1::Admin::Service {
   const queue::Scheduler& scheduler_;
   exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
+  const collectives::CommunicatorRegistry& communicators_;
   const PeerRegistry& peers_;
   DaemonStatus& status_;
   // Null when graphs stay interpreted.

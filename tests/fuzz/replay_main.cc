@@ -18,7 +18,14 @@ namespace {
 
 std::vector<uint8_t> WellFormed(std::mt19937_64& random) {
   const uint16_t opcode = static_cast<uint16_t>(random() % NEURON_RTD_OP_COUNT_);
-  const uint32_t payload = static_cast<uint32_t>(random() % 200);
+  // A COLLECTIVE's payload is a group header and its operations: sized so,
+  // with plausible fields, most of them reach the per-operation checks.
+  const uint32_t operations = static_cast<uint32_t>(random() % 4);
+  const uint32_t payload =
+      opcode == NEURON_RTD_OP_COLLECTIVE
+          ? static_cast<uint32_t>(sizeof(neuron_rtd_collective_payload) +
+                                  operations * sizeof(neuron_rtd_collective_op))
+          : static_cast<uint32_t>(random() % 200);
   const uint32_t name = static_cast<uint32_t>(random() % 40);
   const uint32_t length = neuron_rtd_record_length(payload, name);
   std::vector<uint8_t> bytes(length);
@@ -30,6 +37,25 @@ std::vector<uint8_t> WellFormed(std::mt19937_64& random) {
   header.op_name_bytes = static_cast<uint16_t>(name);
   header.payload_bytes = payload;
   std::memcpy(bytes.data(), &header, sizeof(header));
+  if (opcode == NEURON_RTD_OP_COLLECTIVE) {
+    neuron_rtd_collective_payload group{.communicator_handle = random() % 4,
+                                        .op_count = operations,
+                                        .reserved0 = 0};
+    std::memcpy(bytes.data() + sizeof(header), &group, sizeof(group));
+    for (uint32_t i = 0; i < operations; ++i) {
+      neuron_rtd_collective_op op{
+          .kind = static_cast<uint32_t>(random() % (NEURON_RTD_COLLECTIVE_KIND_COUNT_ + 1)),
+          .reduce_op = static_cast<uint32_t>(random() % (NEURON_RTD_REDUCE_OP_COUNT_ + 1)),
+          .dtype = static_cast<uint32_t>(random() % (NEURON_RTD_DTYPE_COUNT_ + 1)),
+          .peer = static_cast<uint32_t>(random() % 4),
+          .send_address = random(),
+          .recv_address = random(),
+          .element_count = random() >> (random() % 64),
+          .scale = random() % 2 == 0 ? 0.0 : 0.5};
+      std::memcpy(bytes.data() + sizeof(header) + sizeof(group) + i * sizeof(op), &op,
+                  sizeof(op));
+    }
+  }
   return bytes;
 }
 

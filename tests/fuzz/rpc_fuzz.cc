@@ -130,6 +130,7 @@ class Harness {
         Unary("ClearCache", admin_.get(), &v1::Admin::Stub::ClearCache),
         Unary("Drain", admin_.get(), &v1::Admin::Stub::Drain),
         Unary("SetSessionWeight", admin_.get(), &v1::Admin::Stub::SetSessionWeight),
+        Unary("ListCommunicators", admin_.get(), &v1::Admin::Stub::ListCommunicators),
     };
   }
 

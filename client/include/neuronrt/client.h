@@ -57,6 +57,7 @@ class Client {
   // Evicts every executable no session holds, and with `include_disk` the
   // compiled graphs on disk (root or the daemon's user).
   virtual absl::StatusOr<ClearedCache> ClearCache(bool include_disk = false) const = 0;
+  virtual absl::StatusOr<std::vector<CommunicatorInfo>> ListCommunicators() const = 0;
 };
 
 }  // namespace neuronrt

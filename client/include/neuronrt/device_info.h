@@ -143,6 +143,18 @@ struct ClearedCache {
   uint64_t disk_entries = 0;
 };
 
+// A communicator (process group) of the host (`neuronctl groups`).
+struct CommunicatorInfo {
+  std::string name;
+  uint32_t size = 0;
+  // By rank ("session 7, pid 1234"); empty for a rank that has not joined.
+  std::vector<std::string> members;
+  uint64_t collectives_completed = 0;
+  uint64_t operations_pending = 0;
+  // Why it was aborted; empty while it works.
+  std::string aborted;
+};
+
 struct RuntimeInfo {
   std::string daemon_version;
   uint32_t abi_version_major = 0;

@@ -114,6 +114,23 @@ class GrpcClient final : public Client {
                         .disk_entries = response->disk_entries_removed()};
   }
 
+  absl::StatusOr<std::vector<CommunicatorInfo>> ListCommunicators() const override {
+    auto response = Call(&v1::Admin::Stub::ListCommunicators, v1::ListCommunicatorsRequest(),
+                         "ListCommunicators");
+    if (!response.ok()) return response.status();
+    std::vector<CommunicatorInfo> communicators;
+    for (const v1::CommunicatorInfo& each : response->communicators()) {
+      communicators.push_back(CommunicatorInfo{
+          .name = each.name(),
+          .size = each.size(),
+          .members = {each.members().begin(), each.members().end()},
+          .collectives_completed = each.collectives_completed(),
+          .operations_pending = each.operations_pending(),
+          .aborted = each.aborted()});
+    }
+    return communicators;
+  }
+
   // Sets the call's deadline from ClientOptions.rpc_timeout.
   void PrepareContext(grpc::ClientContext& context) const {
     context.set_deadline(std::chrono::system_clock::now() +

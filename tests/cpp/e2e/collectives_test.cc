@@ -205,6 +205,28 @@ TEST_F(CollectivesTest, BuffersOfAnotherSessionAndUnknownHandlesAreRefused) {
   EXPECT_THAT((*fresh)->Synchronize().message(), HasSubstr("is not one this session joined"));
 }
 
+TEST_F(CollectivesTest, TheAdminListsCommunicatorsWithTheirRanksAndProgress) {
+  std::vector<Rank> ranks = Ranks(2);
+  neuron_rtd_collective_op barrier{.kind = NEURON_RTD_COLLECTIVE_BARRIER};
+  for (Rank& rank : ranks) ASSERT_TRUE(rank.stream->Collective(rank.handle, {&barrier, 1}).ok());
+  for (Rank& rank : ranks) ASSERT_TRUE(rank.stream->Synchronize().ok());
+  auto listed = Admin()->ListCommunicators();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  const neuronrt::CommunicatorInfo& info = listed->front();
+  EXPECT_EQ(info.size, 2u);
+  EXPECT_EQ(info.collectives_completed, 1u);
+  EXPECT_EQ(info.operations_pending, 0u);
+  EXPECT_TRUE(info.aborted.empty());
+  ASSERT_EQ(info.members.size(), 2u);
+  EXPECT_THAT(info.members[1], HasSubstr(absl::StrCat("session ", ranks[1].session->id())));
+  ASSERT_TRUE(ranks[0].session->DestroyCommunicator(ranks[0].handle).ok());
+  listed = Admin()->ListCommunicators();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_THAT(listed->front().aborted, HasSubstr("rank 0"));
+}
+
 TEST_F(CollectivesTest, JoiningNeedsAnIdOfThisDaemonAndEveryRankInTime) {
   auto session = Open();
   auto unknown = session->InitCommunicator(std::string(32, 'x'), 0, 2, absl::Seconds(1),
