@@ -165,7 +165,6 @@ absl::StatusOr<OperationExtents> ExtentsOf(const neuron_rtd_collective_op& op, u
 Communicator::Communicator(std::string name, uint32_t size, absl::Duration timeout)
     : name_(std::move(name)), size_(size), timeout_(timeout) {
   members_.resize(size);
-  next_collective_.resize(size);
 }
 
 absl::Status Communicator::Join(uint32_t rank, std::string member, absl::Time deadline) {
@@ -212,22 +211,39 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
       return absl::FailedPreconditionError(
           absl::StrFormat("rank %d has not joined communicator %s", rank, name_));
     }
+    if (pending_ + ops.size() > kMaxPendingArrivals) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "communicator %s already has %d operations waiting for their peers", name_, pending_));
+    }
     const absl::Time now = absl::Now();
     for (RankOp& op : ops) {
       Arrival arrival{.rank = rank, .op = std::move(op), .completion = completion};
-      const uint32_t kind = arrival.op.op.kind;
-      if (kind == NEURON_RTD_COLLECTIVE_SEND || kind == NEURON_RTD_COLLECTIVE_RECV) {
-        const bool sends = kind == NEURON_RTD_COLLECTIVE_SEND;
-        const uint32_t sender = sends ? rank : arrival.op.op.peer;
-        const uint32_t receiver = sends ? arrival.op.op.peer : rank;
+      const neuron_rtd_collective_op& posted = arrival.op.op;
+      const uint64_t sequence = posted.sequence;
+      if (posted.kind == NEURON_RTD_COLLECTIVE_SEND || posted.kind == NEURON_RTD_COLLECTIVE_RECV) {
+        const bool sends = posted.kind == NEURON_RTD_COLLECTIVE_SEND;
+        const uint32_t sender = sends ? rank : posted.peer;
+        const uint32_t receiver = sends ? posted.peer : rank;
         Channel& channel = channels_[uint64_t{sender} * size_ + receiver];
+        auto& mine = sends ? channel.sends : channel.recvs;
         auto& others = sends ? channel.recvs : channel.sends;
-        if (others.empty()) {
-          (sends ? channel.sends : channel.recvs).emplace_back(std::move(arrival), now);
+        auto match = others.find(sequence);
+        if (match == others.end()) {
+          if (!mine.emplace(sequence, std::make_pair(std::move(arrival), now)).second) {
+            refused.emplace_back(
+                Work{}, absl::InvalidArgumentError(absl::StrFormat(
+                            "communicator %s: rank %d issued %s #%d %s rank %d twice", name_, rank,
+                            sends ? "send" : "receive", sequence, sends ? "to" : "from",
+                            posted.peer)));
+            refused.back().first.push_back(Arrival{.rank = rank, .completion = completion});
+          } else {
+            ++pending_;
+          }
           continue;
         }
-        Arrival other = std::move(others.front().first);
-        others.pop_front();
+        Arrival other = std::move(match->second.first);
+        others.erase(match);
+        --pending_;
         Work pair;
         pair.push_back(sends ? std::move(arrival) : std::move(other));
         pair.push_back(sends ? std::move(other) : std::move(arrival));
@@ -246,19 +262,25 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
         }
         continue;
       }
-      const uint64_t index = next_collective_[rank]++;
-      Slot& slot = slots_[index];
+      Slot& slot = slots_[sequence];
       if (slot.arrivals.empty()) {
-        slot.index = index;
-        slot.arrivals.resize(size_);
+        slot.index = sequence;
         slot.opened = now;
       }
-      slot.arrivals[rank] = std::move(arrival);
-      if (++slot.arrived < size_) continue;
-      Work work;
-      for (std::optional<Arrival>& each : slot.arrivals) work.push_back(*std::move(each));
+      if (!slot.arrivals.emplace(rank, std::move(arrival)).second) {
+        refused.emplace_back(Work{}, absl::InvalidArgumentError(absl::StrFormat(
+                                         "communicator %s: rank %d issued collective #%d twice",
+                                         name_, rank, sequence)));
+        refused.back().first.push_back(Arrival{.rank = rank, .completion = completion});
+        continue;
+      }
+      ++pending_;
+      if (slot.arrivals.size() < size_) continue;
       absl::Status agreement = CheckAgreement(slot);
-      slots_.erase(index);
+      Work work;
+      for (auto& [each_rank, each] : slot.arrivals) work.push_back(std::move(each));
+      pending_ -= size_;
+      slots_.erase(sequence);
       if (agreement.ok()) {
         ready.push_back(std::move(work));
       } else {
@@ -274,11 +296,11 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
 }
 
 absl::Status Communicator::CheckAgreement(const Slot& slot) const {
-  const neuron_rtd_collective_op& first = slot.arrivals[0]->op.op;
+  const neuron_rtd_collective_op& first = slot.arrivals.at(0).op.op;
   const bool rooted = first.kind == NEURON_RTD_COLLECTIVE_BROADCAST ||
                       first.kind == NEURON_RTD_COLLECTIVE_REDUCE;
   for (uint32_t rank = 1; rank < size_; ++rank) {
-    const neuron_rtd_collective_op& op = slot.arrivals[rank]->op.op;
+    const neuron_rtd_collective_op& op = slot.arrivals.at(rank).op.op;
     if (op.kind != first.kind || op.dtype != first.dtype ||
         op.element_count != first.element_count || op.reduce_op != first.reduce_op ||
         op.scale != first.scale || (rooted && op.peer != first.peer)) {
@@ -407,14 +429,10 @@ void Communicator::ExpireOverdue(absl::Time now) {
     for (const auto& [index, slot] : slots_) {
       if (slot.opened > limit) continue;
       std::vector<uint32_t> missing;
-      std::string kind;
       for (uint32_t rank = 0; rank < size_; ++rank) {
-        if (!slot.arrivals[rank]) {
-          missing.push_back(rank);
-        } else if (kind.empty()) {
-          kind = std::string(CollectiveKindName(slot.arrivals[rank]->op.op.kind));
-        }
+        if (!slot.arrivals.contains(rank)) missing.push_back(rank);
       }
+      const std::string_view kind = CollectiveKindName(slot.arrivals.begin()->second.op.op.kind);
       overdue = absl::StrFormat("collective #%d (%s) waited more than %s for rank(s) %s", index,
                                 kind, absl::FormatDuration(timeout_), absl::StrJoin(missing, ","));
       break;
@@ -423,10 +441,14 @@ void Communicator::ExpireOverdue(absl::Time now) {
       const uint64_t sender = it->first / size_;
       const uint64_t receiver = it->first % size_;
       const Channel& channel = it->second;
-      if (!channel.sends.empty() && channel.sends.front().second <= limit) {
+      auto waited_too_long = [&](const auto& waiting) {
+        return std::any_of(waiting.begin(), waiting.end(),
+                           [&](const auto& entry) { return entry.second.second <= limit; });
+      };
+      if (waited_too_long(channel.sends)) {
         overdue = absl::StrFormat("a send from rank %d waited more than %s for rank %d to receive",
                                   sender, absl::FormatDuration(timeout_), receiver);
-      } else if (!channel.recvs.empty() && channel.recvs.front().second <= limit) {
+      } else if (waited_too_long(channel.recvs)) {
         overdue = absl::StrFormat("a receive on rank %d waited more than %s for rank %d to send",
                                   receiver, absl::FormatDuration(timeout_), sender);
       }
@@ -442,26 +464,22 @@ void Communicator::ExpireOverdue(absl::Time now) {
 void Communicator::AbortLocked(absl::Status status, std::vector<Arrival>& failed) {
   aborted_ = std::move(status);
   for (auto& [index, slot] : slots_) {
-    for (std::optional<Arrival>& arrival : slot.arrivals) {
-      if (arrival) failed.push_back(*std::move(arrival));
-    }
+    for (auto& [rank, arrival] : slot.arrivals) failed.push_back(std::move(arrival));
   }
   slots_.clear();
   for (auto& [key, channel] : channels_) {
-    for (auto& [arrival, since] : channel.sends) failed.push_back(std::move(arrival));
-    for (auto& [arrival, since] : channel.recvs) failed.push_back(std::move(arrival));
+    for (auto& [sequence, waiting] : channel.sends) failed.push_back(std::move(waiting.first));
+    for (auto& [sequence, waiting] : channel.recvs) failed.push_back(std::move(waiting.first));
   }
   channels_.clear();
+  pending_ = 0;
 }
 
 Communicator::Info Communicator::info() const {
   absl::MutexLock lock(&mutex_);
   Info info{.name = name_, .size = size_, .members = members_,
             .collectives_completed = collectives_completed_};
-  for (const auto& [index, slot] : slots_) info.operations_pending += slot.arrived;
-  for (const auto& [key, channel] : channels_) {
-    info.operations_pending += channel.sends.size() + channel.recvs.size();
-  }
+  info.operations_pending = pending_;
   if (!aborted_.ok()) info.aborted = std::string(aborted_.message());
   return info;
 }

@@ -17,11 +17,9 @@
 #define NEURON_RTD_DAEMON_COLLECTIVES_COMMUNICATOR_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +100,9 @@ class Communicator {
   // timeout at `now`, naming the operation and the ranks it waits for.
   void ExpireOverdue(absl::Time now);
 
+  // Operations posted that wait for their peers; past it, Post refuses.
+  static constexpr uint64_t kMaxPendingArrivals = 1 << 16;
+
   struct Info {
     std::string name;
     uint32_t size = 0;
@@ -118,18 +119,17 @@ class Communicator {
     RankOp op;
     std::shared_ptr<GroupCompletion> completion;
   };
-  // The k-th collective: one arrival per rank.
+  // The collective every rank numbered `index`: the ranks arrived so far.
   struct Slot {
     uint64_t index = 0;
-    std::vector<std::optional<Arrival>> arrivals;
-    uint32_t arrived = 0;
+    std::map<uint32_t, Arrival> arrivals;
     absl::Time opened;
   };
-  // Sends from one rank to another, and the receiver's receives from it,
-  // that have not met their other side yet (only one deque is non-empty).
+  // Sends from one rank to another and the receiver's receives from it that
+  // have not met their other side yet, by sequence.
   struct Channel {
-    std::deque<std::pair<Arrival, absl::Time>> sends;
-    std::deque<std::pair<Arrival, absl::Time>> recvs;
+    std::map<uint64_t, std::pair<Arrival, absl::Time>> sends;
+    std::map<uint64_t, std::pair<Arrival, absl::Time>> recvs;
   };
   // Ready to move: a whole collective, or a send and its receive.
   using Work = std::vector<Arrival>;
@@ -150,8 +150,8 @@ class Communicator {
   std::vector<std::string> members_ ABSL_GUARDED_BY(mutex_);
   uint32_t joined_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
-  // next_collective_[rank]: the index of the rank's next collective.
-  std::vector<uint64_t> next_collective_ ABSL_GUARDED_BY(mutex_);
+  // Arrivals waiting in slots_ and channels_ (at most kMaxPendingArrivals).
+  uint64_t pending_ ABSL_GUARDED_BY(mutex_) = 0;
   std::map<uint64_t, Slot> slots_ ABSL_GUARDED_BY(mutex_);
   // By sender * size + receiver.
   std::map<uint64_t, Channel> channels_ ABSL_GUARDED_BY(mutex_);

@@ -11,7 +11,7 @@ namespace neuron::rtd::collectives {
 namespace {
 
 // More ranks than any Trainium cluster's hosts give one daemon.
-constexpr uint32_t kMaxRanks = 1u << 16;
+constexpr uint32_t kMaxRanks = 1u << 12;
 
 absl::StatusOr<std::string> RandomBytes(size_t count) {
   std::string bytes(count, '\0');

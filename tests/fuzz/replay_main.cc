@@ -51,7 +51,8 @@ std::vector<uint8_t> WellFormed(std::mt19937_64& random) {
           .send_address = random(),
           .recv_address = random(),
           .element_count = random() >> (random() % 64),
-          .scale = random() % 2 == 0 ? 0.0 : 0.5};
+          .scale = random() % 2 == 0 ? 0.0 : 0.5,
+          .sequence = random() % 4};
       std::memcpy(bytes.data() + sizeof(header) + sizeof(group) + i * sizeof(op), &op,
                   sizeof(op));
     }

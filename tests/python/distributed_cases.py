@@ -225,6 +225,55 @@ def case_device_mesh(rank, world):
     assert tensor.item() == 2.0
 
 
+def case_dtensor(rank, world):
+    """DTensor on a neuron mesh: distribute, redistribute, matmul."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    mesh = init_device_mesh("neuron", (world,))
+    full = torch.arange(16.0).reshape(4, 4)
+    sharded = distribute_tensor(full.to("neuron"), mesh, [Shard(0)])
+    replicated = sharded.redistribute(mesh, [Replicate()])
+    expect_equal(replicated.to_local(), full, "redistribute Shard(0) -> Replicate")
+    expect_equal((sharded @ sharded).full_tensor(), full @ full, "sharded matmul")
+
+
+def case_fsdp2(rank, world):
+    """FSDP2 (fully_shard per layer and at the root) matches training the
+    same model on the CPU with the ranks' batches together."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("neuron", (world,))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 4))
+    reference.load_state_dict(model.state_dict())
+    model.to("neuron")
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(3):
+        batches = [torch.randn(5, 8, generator=torch.Generator().manual_seed(10 * step + r))
+                   for r in range(world)]
+        targets = [torch.randn(5, 4, generator=torch.Generator().manual_seed(99 + 10 * step + r))
+                   for r in range(world)]
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(batches[rank].to("neuron")),
+                                     targets[rank].to("neuron")).backward()
+        optimizer.step()
+        reference_optimizer.zero_grad()
+        torch.nn.functional.mse_loss(reference(torch.cat(batches)), torch.cat(targets)).backward()
+        reference_optimizer.step()
+    for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
+        full = parameter.full_tensor().cpu()
+        assert torch.allclose(full, expected.detach(), atol=1e-5), name
+
+
 CASES = {name[len("case_"):]: function for name, function in globals().items()
          if name.startswith("case_")}
 # Cases that set up their own process groups.

@@ -47,3 +47,11 @@ def test_cpu_only_programs_keep_working_beside_the_neuron_backend():
 
 def test_device_mesh_and_subgroups_on_neuron():
     run_case("device_mesh")
+
+
+def test_dtensor_distribute_redistribute_and_matmul():
+    run_case("dtensor")
+
+
+def test_fsdp2_matches_one_process_training():
+    run_case("fsdp2")

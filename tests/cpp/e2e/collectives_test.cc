@@ -35,7 +35,8 @@ struct Rank {
 };
 
 neuron_rtd_collective_op Op(uint32_t kind, uint64_t send, uint64_t recv, uint64_t count,
-                            uint32_t reduce = NEURON_RTD_REDUCE_NONE, uint32_t peer = 0) {
+                            uint32_t reduce = NEURON_RTD_REDUCE_NONE, uint32_t peer = 0,
+                            uint64_t sequence = 0) {
   return neuron_rtd_collective_op{.kind = kind,
                                   .reduce_op = reduce,
                                   .dtype = NEURON_RTD_DTYPE_FLOAT32,
@@ -43,7 +44,8 @@ neuron_rtd_collective_op Op(uint32_t kind, uint64_t send, uint64_t recv, uint64_
                                   .send_address = send,
                                   .recv_address = recv,
                                   .element_count = count,
-                                  .scale = 0};
+                                  .scale = 0,
+                                  .sequence = sequence};
 }
 
 class CollectivesTest : public DataPlaneTest {
@@ -95,10 +97,12 @@ TEST_F(CollectivesTest, ReduceOpsAverageAndPremultiply) {
   for (Rank& rank : ranks) {
     const uint64_t address = rank.buffer.device_address;
     neuron_rtd_collective_op ops[3] = {
-        Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, address, address + 64, 2, NEURON_RTD_REDUCE_AVG),
-        Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, address, address + 128, 2, NEURON_RTD_REDUCE_MAX),
+        Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, address, address + 64, 2, NEURON_RTD_REDUCE_AVG, 0,
+           0),
+        Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, address, address + 128, 2, NEURON_RTD_REDUCE_MAX, 0,
+           1),
         Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, address, address + 192, 2,
-           NEURON_RTD_REDUCE_PREMUL_SUM)};
+           NEURON_RTD_REDUCE_PREMUL_SUM, 0, 2)};
     ops[2].scale = 0.5;
     ASSERT_TRUE(rank.stream->Collective(rank.handle, ops).ok());
   }
@@ -117,9 +121,10 @@ TEST_F(CollectivesTest, AllGatherReduceScatterAndBroadcastPlaceEachRanksShare) {
     const uint64_t base = ranks[i].buffer.device_address;
     neuron_rtd_collective_op ops[3] = {
         Op(NEURON_RTD_COLLECTIVE_ALL_GATHER, base, base + 1024, 2),
-        Op(NEURON_RTD_COLLECTIVE_REDUCE_SCATTER, base, base + 2048, 2, NEURON_RTD_REDUCE_SUM),
+        Op(NEURON_RTD_COLLECTIVE_REDUCE_SCATTER, base, base + 2048, 2, NEURON_RTD_REDUCE_SUM, 0,
+           1),
         Op(NEURON_RTD_COLLECTIVE_BROADCAST, base, base + 3072, 4, NEURON_RTD_REDUCE_NONE,
-           /*peer=*/1)};
+           /*peer=*/1, 2)};
     ASSERT_TRUE(ranks[i].stream->Collective(ranks[i].handle, ops).ok());
   }
   for (Rank& rank : ranks) {
@@ -143,6 +148,40 @@ TEST_F(CollectivesTest, RanksThatEachSendThenReceiveInOneGroupDoNotDeadlock) {
   }
   EXPECT_EQ(ranks[0].Get(2, 64), (std::vector<float>{3, 4}));
   EXPECT_EQ(ranks[1].Get(2, 64), (std::vector<float>{1, 2}));
+}
+
+TEST_F(CollectivesTest, CollectivesMatchByIssueOrderNotByWhenTheirStreamsReachThem) {
+  std::vector<Rank> ranks = Ranks(2);
+  ranks[0].Put({1, 2});
+  ranks[1].Put({3, 4});
+  auto other_stream = ranks[0].session->CreateStream(0);
+  ASSERT_TRUE(other_stream.ok());
+  const uint64_t a = ranks[0].buffer.device_address;
+  const uint64_t b = ranks[1].buffer.device_address;
+  // Rank 0's collective #1 reaches the daemon before its #0; rank 1's come
+  // in order. Matched by arrival they would pair an all-gather with an
+  // all-reduce.
+  neuron_rtd_collective_op a_reduce =
+      Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, a, a + 64, 2, NEURON_RTD_REDUCE_SUM, 0, 1);
+  neuron_rtd_collective_op a_gather = Op(NEURON_RTD_COLLECTIVE_ALL_GATHER, a, a + 128, 2);
+  neuron_rtd_collective_op b_gather = Op(NEURON_RTD_COLLECTIVE_ALL_GATHER, b, b + 128, 2);
+  neuron_rtd_collective_op b_reduce =
+      Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, b, b + 64, 2, NEURON_RTD_REDUCE_SUM, 0, 1);
+  ASSERT_TRUE((*other_stream)->Collective(ranks[0].handle, {&a_reduce, 1}).ok());
+  ASSERT_TRUE(ranks[0].stream->Collective(ranks[0].handle, {&a_gather, 1}).ok());
+  ASSERT_TRUE(ranks[1].stream->Collective(ranks[1].handle, {&b_gather, 1}).ok());
+  ASSERT_TRUE(ranks[1].stream->Collective(ranks[1].handle, {&b_reduce, 1}).ok());
+  ASSERT_TRUE((*other_stream)->Synchronize().ok());
+  for (Rank& rank : ranks) {
+    EXPECT_EQ(rank.Get(2, 64), (std::vector<float>{4, 6}));
+    EXPECT_EQ(rank.Get(4, 128), (std::vector<float>{1, 2, 3, 4}));
+  }
+  // A rank that numbers two collectives alike is refused.
+  neuron_rtd_collective_op again =
+      Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, b, b, 2, NEURON_RTD_REDUCE_SUM, 0, 7);
+  neuron_rtd_collective_op twice[2] = {again, again};
+  ASSERT_TRUE(ranks[1].stream->Collective(ranks[1].handle, twice).ok());
+  EXPECT_THAT(ranks[1].stream->Synchronize().message(), HasSubstr("issued collective #7 twice"));
 }
 
 TEST_F(CollectivesTest, MismatchedCollectivesFailOnEveryRankNamingBoth) {

@@ -142,6 +142,8 @@ NeuronBackend::NeuronBackend(const c10::intrusive_ptr<c10d::Store>& store, int r
   }
   handle_ = joined->handle;
   communicator_name_ = joined->name;
+  next_send_.assign(size, 0);
+  next_recv_.assign(size, 0);
 }
 
 NeuronBackend::~NeuronBackend() {
@@ -176,9 +178,23 @@ void NeuronBackend::EnsureOneDevice(const at::Tensor& tensor) {
   }
 }
 
+void NeuronBackend::Number(Call& call) {
+  for (neuron_rtd_collective_op& op : call.ops) {
+    if (op.kind == NEURON_RTD_COLLECTIVE_SEND) {
+      op.sequence = next_send_[op.peer]++;
+    } else if (op.kind == NEURON_RTD_COLLECTIVE_RECV) {
+      op.sequence = next_recv_[op.peer]++;
+    } else {
+      op.sequence = next_collective_++;
+    }
+  }
+  call.numbered = true;
+}
+
 c10::intrusive_ptr<c10d::Work> NeuronBackend::Submit(Call call, c10d::OpType type,
                                                      bool blocking) {
   for (const at::Tensor& tensor : call.keep_alive) EnsureOneDevice(tensor);
+  if (!call.numbered) Number(call);
   if (!device_) device_ = CurrentDevice();
   const c10::Device device(c10::DeviceType::PrivateUse1, *device_);
   auto work = c10::make_intrusive<NeuronWork>(rank_, type, call.outputs, device, blocking);
@@ -210,7 +226,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::Submit(Call call, c10d::OpType typ
 void NeuronBackend::startCoalescing() {
   TORCH_CHECK(!coalescing_, "the neuron process group is already coalescing");
   coalescing_ = true;
-  coalesced_ = Call{};
+  coalesced_ = Call{.numbered = true};
   coalesced_works_.clear();
 }
 

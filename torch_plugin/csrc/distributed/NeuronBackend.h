@@ -93,15 +93,25 @@ class NeuronBackend final : public c10d::Backend {
     std::vector<at::Tensor> keep_alive;
     std::vector<at::Tensor> outputs;
     std::vector<std::function<void()>> then;
+    // The operations carry their sequence numbers (a coalesced group's
+    // were given as each call joined it).
+    bool numbered = false;
   };
 
   c10::intrusive_ptr<c10d::Work> Submit(Call call, c10d::OpType type, bool blocking = false);
+  // Numbers the call's operations in issue order (the daemon matches the
+  // ranks' k-th collectives, and the k-th send of a pair with its k-th
+  // receive, whatever stream each was issued on).
+  void Number(Call& call);
   void EnsureOneDevice(const at::Tensor& tensor);
 
   uint64_t handle_ = 0;
   std::string communicator_name_;
   // The device of this rank's tensors, fixed by the first collective.
   std::optional<c10::DeviceIndex> device_;
+  uint64_t next_collective_ = 0;
+  std::vector<uint64_t> next_send_;
+  std::vector<uint64_t> next_recv_;
   bool coalescing_ = false;
   Call coalesced_;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_works_;

@@ -229,9 +229,13 @@ struct neuron_rtd_launch_payload {
  *   SEND, RECV      send[count] to `peer`; recv[count] from `peer` (the k-th SEND
  *                   from a rank to a peer matches the peer's k-th RECV from it)
  *   BARRIER         nothing moves; completes when every rank has arrived
- * Collectives (all but SEND and RECV) match across ranks in the order each
- * rank issues them on the communicator; their kind, count, dtype, op and root
- * must agree. */
+ * Ranks number their operations in the order they issue them (`sequence`,
+ * from 0): a rank's collectives (all but SEND and RECV) on the communicator,
+ * and separately its SENDs to each peer and its RECVs from each peer. The
+ * k-th collective of every rank meets the others' k-th, whatever streams they
+ * were issued on and whenever those streams reach them; their kind, count,
+ * dtype, op and root must agree. The k-th SEND from a rank to a peer meets
+ * that peer's k-th RECV from it. */
 enum neuron_rtd_collective_kind {
   NEURON_RTD_COLLECTIVE_INVALID = 0,
   NEURON_RTD_COLLECTIVE_ALL_REDUCE = 1,
@@ -306,6 +310,7 @@ struct neuron_rtd_collective_op {
   uint64_t recv_address;
   uint64_t element_count;
   double scale;       /* the PREMUL_SUM factor; 0 otherwise */
+  uint64_t sequence;  /* the issue-order number described above */
 };
 
 enum neuron_rtd_marker_kind {
@@ -445,7 +450,7 @@ NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_wait_payload) == 16, "wait lay
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_launch_payload) == 16, "launch layout changed");
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_payload) == 16,
                          "collective layout changed");
-NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_op) == 48,
+NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_op) == 56,
                          "collective op layout changed");
 NEURON_RTD_STATIC_ASSERT(sizeof(struct neuron_rtd_collective_payload) +
                                  NEURON_RTD_MAX_COLLECTIVE_OPS *
