@@ -204,6 +204,10 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
       std::make_shared<GroupCompletion>(static_cast<uint32_t>(ops.size()), std::move(on_done));
   std::vector<Work> ready;
   std::vector<std::pair<Work, absl::Status>> refused;
+  // A rank that numbers two operations alike breaks the matching for every
+  // rank: the communicator is aborted.
+  absl::Status violation;
+  std::vector<Arrival> aborted;
   {
     absl::MutexLock lock(&mutex_);
     if (!aborted_.ok()) return aborted_;
@@ -229,15 +233,15 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
         auto& others = sends ? channel.recvs : channel.sends;
         auto match = others.find(sequence);
         if (match == others.end()) {
-          if (!mine.emplace(sequence, std::make_pair(std::move(arrival), now)).second) {
-            refused.emplace_back(
-                Work{}, absl::InvalidArgumentError(absl::StrFormat(
-                            "communicator %s: rank %d issued %s #%d %s rank %d twice", name_, rank,
-                            sends ? "send" : "receive", sequence, sends ? "to" : "from",
-                            posted.peer)));
-            refused.back().first.push_back(Arrival{.rank = rank, .completion = completion});
-          } else {
+          if (mine.emplace(sequence, std::make_pair(std::move(arrival), now)).second) {
             ++pending_;
+            continue;
+          }
+          aborted.push_back(Arrival{.rank = rank, .completion = completion});
+          if (violation.ok()) {
+            violation = absl::InvalidArgumentError(absl::StrFormat(
+                "communicator %s: rank %d numbered two %s %s rank %d #%d", name_, rank,
+                sends ? "sends" : "receives", sends ? "to" : "from", posted.peer, sequence));
           }
           continue;
         }
@@ -268,10 +272,11 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
         slot.opened = now;
       }
       if (!slot.arrivals.emplace(rank, std::move(arrival)).second) {
-        refused.emplace_back(Work{}, absl::InvalidArgumentError(absl::StrFormat(
-                                         "communicator %s: rank %d issued collective #%d twice",
-                                         name_, rank, sequence)));
-        refused.back().first.push_back(Arrival{.rank = rank, .completion = completion});
+        aborted.push_back(Arrival{.rank = rank, .completion = completion});
+        if (violation.ok()) {
+          violation = absl::InvalidArgumentError(absl::StrFormat(
+              "communicator %s: rank %d issued collective #%d twice", name_, rank, sequence));
+        }
         continue;
       }
       ++pending_;
@@ -287,7 +292,16 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
         refused.emplace_back(std::move(work), std::move(agreement));
       }
     }
+    if (!violation.ok()) {
+      // What this group did post fails with the rest.
+      AbortLocked(violation, aborted);
+      for (Work& work : ready) {
+        for (Arrival& arrival : work) aborted.push_back(std::move(arrival));
+      }
+      ready.clear();
+    }
   }
+  for (Arrival& arrival : aborted) arrival.completion->Settle(violation);
   for (auto& [work, status] : refused) {
     for (Arrival& arrival : work) arrival.completion->Settle(status);
   }

@@ -18,7 +18,7 @@ void GroupCompletion::Settle(const absl::Status& status) {
     if (status_.ok()) status_ = status;
   }
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  done_.store(true, std::memory_order_release);
+  done_.store(true, std::memory_order_seq_cst);
   if (on_done_) on_done_();
 }
 

@@ -21,7 +21,10 @@ class GroupCompletion {
   GroupCompletion(const GroupCompletion&) = delete;
   GroupCompletion& operator=(const GroupCompletion&) = delete;
 
-  bool done() const { return done_.load(std::memory_order_acquire); }
+  // Sequentially consistent, as the queue's count of waiting streams: the
+  // queue announces its wait and then reads done(); Settle sets done and
+  // then reads that count to wake it. Weaker orders could lose the wakeup.
+  bool done() const { return done_.load(std::memory_order_seq_cst); }
   // The first failure of an operation of the group; OK before done().
   absl::Status status() const;
 

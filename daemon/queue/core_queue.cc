@@ -265,6 +265,7 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
     if (stream->failed() && record->header.opcode != NEURON_RTD_OP_PAD) {
       // A failed stream runs nothing more; its records are drained so that
       // the client never blocks on a full ring.
+      if (record->header.opcode == NEURON_RTD_OP_COLLECTIVE) AbandonCollective(*context, *record);
       stream->Consume(header.length, record->header.sequence);
       ++served;
       continue;

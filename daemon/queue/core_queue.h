@@ -198,6 +198,9 @@ class CoreQueue {
   // stream reaches it; blocked (like a WAIT) until the group settles.
   Outcome ExecuteCollective(const std::shared_ptr<Stream>& stream, ExecutionContext& context,
                             const DecodedRecord& record);
+  // A failed stream drains a COLLECTIVE without posting it: its peers would
+  // wait for it until the timeout, so its communicator is aborted now.
+  void AbandonCollective(ExecutionContext& context, const DecodedRecord& record);
   // The group's operations with their buffers checked against the session.
   absl::StatusOr<std::vector<collectives::RankOp>> ResolveCollective(
       ExecutionContext& context, const CollectiveCommand& command, uint32_t rank,

@@ -43,6 +43,18 @@ absl::StatusOr<std::vector<collectives::RankOp>> CoreQueue::ResolveCollective(
   return ops;
 }
 
+void CoreQueue::AbandonCollective(ExecutionContext& context, const DecodedRecord& record) {
+  const auto& command = std::get<CollectiveCommand>(record.command);
+  absl::StatusOr<CommunicatorMembership> membership =
+      context.FindCommunicator(command.communicator_handle);
+  if (!membership.ok()) return;
+  membership->communicator->Abort(absl::AbortedError(absl::StrFormat(
+      "communicator %s: rank %d's stream failed before its %s (sequence %d); that rank's "
+      "earlier error is the cause",
+      membership->communicator->name(), membership->rank,
+      collectives::CollectiveKindName(command.ops.front().kind), command.ops.front().sequence)));
+}
+
 CoreQueue::Outcome CoreQueue::ExecuteCollective(const std::shared_ptr<Stream>& stream,
                                                 ExecutionContext& context,
                                                 const DecodedRecord& record) {

@@ -274,6 +274,30 @@ def case_fsdp2(rank, world):
         assert torch.allclose(full, expected.detach(), atol=1e-5), name
 
 
+def case_tensor_parallel(rank, world):
+    """ColwiseParallel then RowwiseParallel match the unsharded module,
+    forward and backward."""
+    import copy
+
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+
+    mesh = init_device_mesh("neuron", (world,))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8))
+    reference = copy.deepcopy(model)
+    parallelize_module(model.to("neuron"), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
+    out = model(x.to("neuron"))
+    expected = reference(x)
+    expect_equal(out, expected, "tensor-parallel forward")
+    out.sum().backward()
+    expected.sum().backward()
+    for (name, parameter), twin in zip(model.named_parameters(), reference.parameters()):
+        expect_equal(parameter.grad.full_tensor(), twin.grad, f"tensor-parallel grad of {name}")
+
+
 CASES = {name[len("case_"):]: function for name, function in globals().items()
          if name.startswith("case_")}
 # Cases that set up their own process groups.

@@ -55,3 +55,7 @@ def test_dtensor_distribute_redistribute_and_matmul():
 
 def test_fsdp2_matches_one_process_training():
     run_case("fsdp2")
+
+
+def test_tensor_parallel_matches_the_unsharded_module():
+    run_case("tensor_parallel")

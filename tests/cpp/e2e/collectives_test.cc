@@ -176,12 +176,18 @@ TEST_F(CollectivesTest, CollectivesMatchByIssueOrderNotByWhenTheirStreamsReachTh
     EXPECT_EQ(rank.Get(2, 64), (std::vector<float>{4, 6}));
     EXPECT_EQ(rank.Get(4, 128), (std::vector<float>{1, 2, 3, 4}));
   }
-  // A rank that numbers two collectives alike is refused.
+  // A rank that numbers two collectives alike breaks the matching for all:
+  // the communicator is aborted, and what waits in it fails at once.
+  neuron_rtd_collective_op waiting =
+      Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, a, a, 2, NEURON_RTD_REDUCE_SUM, 0, 2);
+  auto peer = ranks[0].stream->Collective(ranks[0].handle, {&waiting, 1});
+  ASSERT_TRUE(peer.ok());
   neuron_rtd_collective_op again =
       Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, b, b, 2, NEURON_RTD_REDUCE_SUM, 0, 7);
   neuron_rtd_collective_op twice[2] = {again, again};
   ASSERT_TRUE(ranks[1].stream->Collective(ranks[1].handle, twice).ok());
   EXPECT_THAT(ranks[1].stream->Synchronize().message(), HasSubstr("issued collective #7 twice"));
+  EXPECT_THAT(peer->Synchronize().message(), HasSubstr("issued collective #7 twice"));
 }
 
 TEST_F(CollectivesTest, MismatchedCollectivesFailOnEveryRankNamingBoth) {
@@ -210,6 +216,31 @@ TEST_F(CollectivesTest, ARankWhoseSessionEndsFailsWhatItsPeersWaitOn) {
   absl::Status status = waiting->Synchronize();
   EXPECT_THAT(status.message(), HasSubstr("rank 1 (session"));
   EXPECT_THAT(status.message(), HasSubstr("left"));
+}
+
+TEST_F(CollectivesTest, ARankWhoseStreamFailedAbortsTheGroupInsteadOfLettingPeersWait) {
+  std::vector<Rank> ranks = Ranks(2);
+  const uint64_t a = ranks[0].buffer.device_address;
+  const uint64_t b = ranks[1].buffer.device_address;
+  neuron_rtd_collective_op waiting = Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, b, b, 4,
+                                        NEURON_RTD_REDUCE_SUM);
+  auto peer = ranks[1].stream->Collective(ranks[1].handle, {&waiting, 1});
+  ASSERT_TRUE(peer.ok());
+  // Rank 0's stream fails (an unknown communicator), then reaches its
+  // collective, which it never posts. A gate holds the stream until both
+  // are queued (a client refuses to queue on a stream it knows failed).
+  auto gate = ranks[0].session->CreateStream(0);
+  ASSERT_TRUE(gate.ok());
+  ASSERT_TRUE(ranks[0].stream->Wait((*gate)->EventAt(1)).ok());
+  neuron_rtd_collective_op op = Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, a, a, 4,
+                                   NEURON_RTD_REDUCE_SUM);
+  ASSERT_TRUE(ranks[0].stream->Collective(ranks[0].handle + 1000, {&op, 1}).ok());
+  ASSERT_TRUE(ranks[0].stream->Collective(ranks[0].handle, {&op, 1}).ok());
+  const float one = 1;
+  ASSERT_TRUE((*gate)->CopyToDevice(a + 512, &one, sizeof(one)).ok());
+  EXPECT_FALSE(ranks[0].stream->Synchronize().ok());
+  absl::Status status = peer->Synchronize();
+  EXPECT_THAT(status.message(), HasSubstr("rank 0's stream failed before its ALL_REDUCE"));
 }
 
 TEST_F(CollectivesTest, AnOperationWhosePeerNeverComesTimesOutNamingTheRank) {
