@@ -141,30 +141,39 @@ def case_point_to_point(rank, world):
     expect_equal(future.wait()[0], torch.full((2,), float(world)), "async all_reduce future")
 
 
-def case_ddp(rank, world):
-    """DDP on neuron matches training the same model on the CPU with the
-    ranks' batches together, and leaves every replica identical."""
+def mlp_and_cpu_twin():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
-    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
-                                    torch.nn.Linear(16, 4))
-    reference.load_state_dict(model.state_dict())
-    ddp = torch.nn.parallel.DistributedDataParallel(model.to("neuron"))
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for step in range(4):
+    twin = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    twin.load_state_dict(model.state_dict())
+    return model, twin
+
+
+def train_beside_cpu_twin(model, twin, rank, world, steps):
+    """SGD steps of `model` on this rank's batch, and of `twin` on the CPU
+    with every rank's batch together (what data parallelism must equal)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    twin_optimizer = torch.optim.SGD(twin.parameters(), lr=0.1)
+    for step in range(steps):
         batches = [torch.randn(5, 8, generator=torch.Generator().manual_seed(100 * step + r))
                    for r in range(world)]
         targets = [torch.randn(5, 4, generator=torch.Generator().manual_seed(7 + 100 * step + r))
                    for r in range(world)]
         optimizer.zero_grad()
-        loss = torch.nn.functional.mse_loss(ddp(batches[rank].to("neuron")),
-                                            targets[rank].to("neuron"))
-        loss.backward()
+        torch.nn.functional.mse_loss(model(batches[rank].to("neuron")),
+                                     targets[rank].to("neuron")).backward()
         optimizer.step()
-        reference_optimizer.zero_grad()
-        torch.nn.functional.mse_loss(reference(torch.cat(batches)), torch.cat(targets)).backward()
-        reference_optimizer.step()
+        twin_optimizer.zero_grad()
+        torch.nn.functional.mse_loss(twin(torch.cat(batches)), torch.cat(targets)).backward()
+        twin_optimizer.step()
+
+
+def case_ddp(rank, world):
+    """DDP on neuron matches training the same model on the CPU with the
+    ranks' batches together, and leaves every replica identical."""
+    model, reference = mlp_and_cpu_twin()
+    ddp = torch.nn.parallel.DistributedDataParallel(model.to("neuron"))
+    train_beside_cpu_twin(ddp, reference, rank, world, steps=4)
     for name, parameter in ddp.module.named_parameters():
         replicas = [torch.empty_like(parameter) for _ in range(world)]
         dist.all_gather(replicas, parameter.detach())
@@ -245,30 +254,13 @@ def case_fsdp2(rank, world):
     from torch.distributed.fsdp import fully_shard
 
     mesh = init_device_mesh("neuron", (world,))
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
-    reference = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
-                                    torch.nn.Linear(16, 4))
-    reference.load_state_dict(model.state_dict())
+    model, reference = mlp_and_cpu_twin()
     model.to("neuron")
     for layer in model:
         if isinstance(layer, torch.nn.Linear):
             fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for step in range(3):
-        batches = [torch.randn(5, 8, generator=torch.Generator().manual_seed(10 * step + r))
-                   for r in range(world)]
-        targets = [torch.randn(5, 4, generator=torch.Generator().manual_seed(99 + 10 * step + r))
-                   for r in range(world)]
-        optimizer.zero_grad()
-        torch.nn.functional.mse_loss(model(batches[rank].to("neuron")),
-                                     targets[rank].to("neuron")).backward()
-        optimizer.step()
-        reference_optimizer.zero_grad()
-        torch.nn.functional.mse_loss(reference(torch.cat(batches)), torch.cat(targets)).backward()
-        reference_optimizer.step()
+    train_beside_cpu_twin(model, reference, rank, world, steps=3)
     for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
         full = parameter.full_tensor().cpu()
         assert torch.allclose(full, expected.detach(), atol=1e-5), name
