@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/hal/device_info.h"
+#include "daemon/hal/engine.h"
 #include "daemon/hal/executable.h"
 #include "daemon/hal/reduction.h"
 
@@ -75,6 +76,9 @@ class Device {
   virtual absl::Status Dispatch(const Executable& executable,
                                 std::span<const uint64_t> bindings,
                                 std::span<const uint8_t> immediates) = 0;
+  // The engine that does the work of a command (NEURON_RTD_OP_*) issued for
+  // operator `op_name`, for profiles. Any thread.
+  virtual Engine EngineOf(uint16_t opcode, std::string_view op_name) const = 0;
 };
 
 // A set of devices, created once at daemon start.

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "absl/strings/cord.h"
+#include "daemon/common/monotonic_clock.h"
 #include "neuron/rtd/nrt_status.h"
 #include "absl/strings/str_format.h"
 #include "spdlog/spdlog.h"
@@ -54,13 +55,7 @@ absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
       return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
     };
   }
-  if (!options.clock) {
-    options.clock = [] {
-      return std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::steady_clock::now().time_since_epoch())
-          .count();
-    };
-  }
+  if (!options.clock) options.clock = [] { return MonotonicNowNs(); };
   return std::unique_ptr<CoreQueue>(
       new CoreQueue(core, device, std::move(options), epoll_fd, wake_fd));
 }
@@ -271,6 +266,10 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
       continue;
     }
     const int64_t started = Now();
+    if ((record->header.flags & NEURON_RTD_RECORD_FLAG_PROFILE) != 0 &&
+        record->header.opcode != NEURON_RTD_OP_PAD && stream->profile_started_ns == 0) {
+      stream->profile_started_ns = started;
+    }
     const Outcome outcome = Execute(stream, *context, *std::move(record));
     if (outcome == Outcome::kBlocked) break;
     if (outcome == Outcome::kDone) {
@@ -454,8 +453,41 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
   return device_.Dispatch(*executable->prepared, launch.arguments, launch.scalars);
 }
 
+void CoreQueue::ReportProfiled(Stream& stream, ExecutionContext& context,
+                               const DecodedRecord& record, bool failed) {
+  const int64_t now = Now();
+  const int64_t started = stream.profile_started_ns != 0 ? stream.profile_started_ns : now;
+  stream.profile_started_ns = 0;
+  uint64_t bytes = 0;
+  if (const auto* copy = std::get_if<neuron_rtd_copy_payload>(&record.command)) {
+    bytes = copy->bytes;
+  } else if (const auto* fill = std::get_if<neuron_rtd_fill_payload>(&record.command)) {
+    bytes = fill->bytes;
+  } else if (const auto* group = std::get_if<CollectiveCommand>(&record.command)) {
+    // Counts are bounded by the decoder (2^46 bytes each, 512 operations).
+    for (const neuron_rtd_collective_op& op : group->ops) {
+      bytes += op.element_count * neuron_rtd_dtype_bytes(op.dtype);
+    }
+  }
+  context.OnProfiledCommand(ProfiledCommand{
+      .correlation_id = record.header.correlation_id,
+      .stream_id = stream.id(),
+      .sequence = record.header.sequence,
+      .core = core_,
+      .opcode = record.header.opcode,
+      .engine = device_.EngineOf(record.header.opcode, record.op_name),
+      .failed = failed,
+      .start_ns = started,
+      .end_ns = now,
+      .bytes = bytes,
+      .op_name = record.op_name});
+}
+
 void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
                        const absl::Status& status) {
+  if ((record.header.flags & NEURON_RTD_RECORD_FLAG_PROFILE) != 0) {
+    ReportProfiled(stream, context, record, !status.ok());
+  }
   if (status.ok()) {
     completed_.fetch_add(1, std::memory_order_relaxed);
     stream.Complete(record.header.sequence);

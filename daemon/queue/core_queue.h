@@ -39,8 +39,8 @@ struct CoreQueueOptions {
   // eager client's next operator is usually this close behind the last
   // (FairQueue::AnticipationWindow says when waiting pays, and how long).
   std::chrono::nanoseconds anticipation = std::chrono::microseconds(30);
-  // The clock that device time is measured by (nanoseconds); tests replace
-  // it. Default: steady_clock.
+  // The clock that device time and profiles are measured by (nanoseconds);
+  // tests replace it. Default: MonotonicNowNs.
   std::function<int64_t()> clock;
   // The CPU time of the calling thread (nanoseconds). The simulated core's
   // commands run on the worker thread, so a turn's device time is at most
@@ -190,6 +190,9 @@ class CoreQueue {
                          const std::shared_ptr<ExecutionContext>& context, DecodedRecord& record);
   void Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
               const absl::Status& status);
+  // Hands a finished PROFILE record's timestamps to its session.
+  void ReportProfiled(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
+                      bool failed);
   void FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence, int32_t nrt_status,
                   uint16_t opcode, const std::string& op_name, const std::string& message);
 

@@ -118,6 +118,11 @@ void CoreQueue::DmaLoop() {
     } else {
       const uint64_t length = std::min(kDmaChunkBytes, job.bytes - job.done);
       const int64_t started = Now();
+      // The copy starts when its first chunk does, not when the worker
+      // handed it over (the stream is in flight: this thread serves it).
+      if (job.done == 0 && (job.record.header.flags & NEURON_RTD_RECORD_FLAG_PROFILE) != 0) {
+        job.stream->profile_started_ns = started;
+      }
       status = job.run(job.done, length);
       const int64_t took = std::max<int64_t>(0, Now() - started);
       Account(static_cast<uint64_t>(took));

@@ -13,6 +13,7 @@
 #include "daemon/exec/executable.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/segment.h"
+#include "daemon/queue/profiled_command.h"
 
 namespace neuron::rtd::queue {
 
@@ -92,6 +93,8 @@ class ExecutionContext {
   // A failure of a command, with its context, for GetStreamErrors: the first
   // fault of a stream, and every operator error.
   virtual void OnStreamError(const StreamError& error) = 0;
+  // A command whose record carried the PROFILE flag finished.
+  virtual void OnProfiledCommand(ProfiledCommand command) = 0;
 };
 
 }  // namespace neuron::rtd::queue

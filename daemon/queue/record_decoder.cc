@@ -142,8 +142,9 @@ absl::StatusOr<DecodedRecord> DecodeRecord(std::span<const uint8_t> bytes,
   if ((header.flags & ~NEURON_RTD_RECORD_FLAGS_KNOWN) != 0) {
     return Invalid(header, absl::StrFormat("flags 0x%x has unknown bits", header.flags));
   }
-  if (header.reserved0 != 0 || header.reserved1 != 0) {
-    return Invalid(header, "reserved header fields are not 0");
+  if (header.reserved0 != 0) return Invalid(header, "reserved header fields are not 0");
+  if (header.correlation_id != 0 && (header.flags & NEURON_RTD_RECORD_FLAG_PROFILE) == 0) {
+    return Invalid(header, "a correlation id without the PROFILE flag");
   }
   if (header.op_name_bytes > NEURON_RTD_MAX_OP_NAME_BYTES) {
     return Invalid(header, absl::StrFormat("op name of %d bytes exceeds %d", header.op_name_bytes,

@@ -78,6 +78,11 @@ class Stream {
   // nothing: the posted copy is what runs).
   std::shared_ptr<collectives::GroupCompletion> posted_collective;
 
+  // Serving queue only: when the core (or the DMA engine, for a copy)
+  // started the profiled command at the head of the ring; 0 when none is
+  // started.
+  int64_t profile_started_ns = 0;
+
   // Worker only: when the worker first saw the stream ready and passed it
   // over (0: not waiting), for its priority's aging.
   int64_t ready_since_ns = 0;

@@ -1,7 +1,9 @@
 #include "daemon/server/runtime_service.h"
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/common/monotonic_clock.h"
 #include "daemon/server/device_proto.h"
 #include "daemon/server/grpc_status.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -49,6 +51,7 @@ grpc::Status RuntimeService::GetRuntimeInfo(grpc::ServerContext*, const v1::GetR
   response->set_abi_version_major(NEURON_RTD_ABI_VERSION_MAJOR);
   response->set_abi_version_minor(NEURON_RTD_ABI_VERSION_MINOR);
   response->set_backend(ToProto(backend_.kind()));
+  response->add_features("profiler");
   return grpc::Status::OK;
 }
 
@@ -235,6 +238,7 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
   const v1::LoadExecutableChunk::Header header = chunk.header();
   auto session = CallerSession(context, header.session_id());
   if (!session.ok()) return ToGrpc(session.status());
+  const int64_t started_ns = MonotonicNowNs();
   exec::ExecutableBodyKind kind;
   switch (header.kind()) {
     case v1::EXECUTABLE_KIND_EAGER_OP:
@@ -280,6 +284,11 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
   }
   response->set_executable_id(id);
   response->set_cache_hit(loaded->cache_hit);
+  (*session)->profile().AddSpan(queue::RuntimeSpan{
+      .name = "load_executable",
+      .detail = absl::StrCat(header.name(), loaded->cache_hit ? " (cache hit)" : ""),
+      .start_ns = started_ns,
+      .end_ns = MonotonicNowNs()});
   return grpc::Status::OK;
 }
 

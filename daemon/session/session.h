@@ -23,6 +23,7 @@
 #include "daemon/queue/execution_context.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/queue/stream.h"
+#include "daemon/session/profile_buffer.h"
 #include "daemon/memory/shared_region.h"
 
 namespace neuron::rtd::session {
@@ -36,6 +37,10 @@ struct SessionLimits {
   // The session's weight in its cores' fair queues until changed.
   uint32_t share_weight = 1;
 };
+
+// Profiled commands (and runtime spans) a session holds undrained: about
+// 25 MiB at most.
+inline constexpr size_t kProfileCapacity = 131072;
 
 // The window of SessionStats::recent_share.
 inline constexpr absl::Duration kShareWindow = absl::Seconds(5);
@@ -146,6 +151,11 @@ class Session final : public queue::ExecutionContext,
   absl::StatusOr<queue::CommunicatorMembership> FindCommunicator(uint64_t handle) override;
   void OnCommandDone(const queue::Stream& stream, bool failed) override;
   void OnStreamError(const queue::StreamError& error) override;
+  void OnProfiledCommand(queue::ProfiledCommand command) override {
+    profile_.Add(std::move(command));
+  }
+
+  ProfileBuffer& profile() { return profile_; }
 
  private:
   absl::Status CheckOpen() const;
@@ -164,6 +174,7 @@ class Session final : public queue::ExecutionContext,
   memory::MemoryManager& memory_;
 
   memory::SegmentTable segments_;
+  ProfileBuffer profile_{kProfileCapacity};
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> commands_completed_{0};
   std::atomic<uint64_t> commands_failed_{0};

@@ -36,6 +36,10 @@ std::vector<uint8_t> WellFormed(std::mt19937_64& random) {
   header.sequence = random() % 8;
   header.op_name_bytes = static_cast<uint16_t>(name);
   header.payload_bytes = payload;
+  if (random() % 4 == 0) {
+    header.flags = NEURON_RTD_RECORD_FLAG_PROFILE;
+    header.correlation_id = random();
+  }
   std::memcpy(bytes.data(), &header, sizeof(header));
   if (opcode == NEURON_RTD_OP_COLLECTIVE) {
     neuron_rtd_collective_payload group{.communicator_handle = random() % 4,

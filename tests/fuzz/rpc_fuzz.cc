@@ -131,6 +131,8 @@ class Harness {
         Unary("Drain", admin_.get(), &v1::Admin::Stub::Drain),
         Unary("SetSessionWeight", admin_.get(), &v1::Admin::Stub::SetSessionWeight),
         Unary("ListCommunicators", admin_.get(), &v1::Admin::Stub::ListCommunicators),
+        Unary("SetProfiling", runtime_.get(), &v1::Runtime::Stub::SetProfiling),
+        Unary("DrainProfile", runtime_.get(), &v1::Runtime::Stub::DrainProfile),
     };
   }
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "daemon/hal/device.h"
+#include "daemon/hal/sim/engine_attribution.h"
 #include "daemon/hal/sim/hbm_arena.h"
 
 namespace neuron::rtd::hal::sim {
@@ -41,6 +42,9 @@ class SimDevice final : public Device {
                           std::span<const uint8_t> scalars) override;
   absl::Status Dispatch(const Executable& executable, std::span<const uint64_t> bindings,
                         std::span<const uint8_t> immediates) override;
+  Engine EngineOf(uint16_t opcode, std::string_view op_name) const override {
+    return SimEngineOf(opcode, op_name);
+  }
 
   // The host memory behind device memory, for the sim's kernels and DMA.
   HbmArena& arena() { return *arena_; }

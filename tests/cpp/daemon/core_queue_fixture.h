@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <memory>
 #include <vector>
@@ -122,6 +123,14 @@ class FakeSession final : public ExecutionContext {
       log_.released.WaitForNotification();
     }
   }
+  void OnProfiledCommand(ProfiledCommand command) override {
+    absl::MutexLock lock(&mutex_);
+    profiled_.push_back(std::move(command));
+  }
+  std::vector<ProfiledCommand> profiled() {
+    absl::MutexLock lock(&mutex_);
+    return profiled_;
+  }
   void OnStreamError(const StreamError& error) override {
     if (!errors_expected) ADD_FAILURE() << "stream " << error.stream_id << ": " << error.message;
     absl::MutexLock lock(&mutex_);
@@ -133,6 +142,7 @@ class FakeSession final : public ExecutionContext {
   CompletionLog& log_;
   absl::Mutex mutex_;
   std::map<uint64_t, std::weak_ptr<Stream>> streams_ ABSL_GUARDED_BY(mutex_);
+  std::vector<ProfiledCommand> profiled_ ABSL_GUARDED_BY(mutex_);
   std::map<uint64_t, RetiredTimeline> retired_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::string> errors_ ABSL_GUARDED_BY(mutex_);
   const std::vector<memory::SegmentRef> segments_;
@@ -218,8 +228,9 @@ class CoreQueueTest : public ::testing::Test {
     return stream;
   }
 
+  // With `profile_correlation`, the record carries the PROFILE flag and it.
   void Append(Stream& stream, uint16_t opcode, const void* payload = nullptr,
-              uint32_t payload_bytes = 0) {
+              uint32_t payload_bytes = 0, std::optional<uint64_t> profile_correlation = {}) {
     auto* header = reinterpret_cast<neuron_rtd_ring_header*>(stream.ring().data());
     char* records = stream.ring().data() + kRingHeaderBytes;
     const uint64_t tail = std::atomic_ref<uint64_t>(header->tail).load();
@@ -228,14 +239,19 @@ class CoreQueueTest : public ::testing::Test {
         payload_bytes, nullptr, 0);
     ASSERT_GT(length, 0u);
     ASSERT_LE(tail + length, header->capacity_bytes) << "the test's rings never wrap";
+    if (profile_correlation) {
+      neuron_rtd_mark_record_profiled(records + tail % header->capacity_bytes,
+                                      *profile_correlation);
+    }
     std::atomic_ref<uint64_t>(header->tail).store(tail + length, std::memory_order_release);
   }
 
-  void AppendFill(Stream& stream, uint64_t address, uint64_t bytes) {
+  void AppendFill(Stream& stream, uint64_t address, uint64_t bytes,
+                  std::optional<uint64_t> profile_correlation = {}) {
     const neuron_rtd_fill_payload fill{
         .device_address = address, .bytes = bytes, .pattern = 0x5a, .pattern_bytes = 1,
         .reserved0 = 0};
-    Append(stream, NEURON_RTD_OP_FILL, &fill, sizeof(fill));
+    Append(stream, NEURON_RTD_OP_FILL, &fill, sizeof(fill), profile_correlation);
   }
 
   std::vector<uint64_t> Completions() {

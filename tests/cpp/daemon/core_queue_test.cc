@@ -165,6 +165,44 @@ TEST_F(CoreQueueTest, QueuedCommandsAreCountedFromTheRingAndNeverTrustIt) {
 }
 
 }  // namespace
+TEST_F(CoreQueueTest, ProfiledRecordsAreStampedByTheQueueClock) {
+  UseFakeClock();
+  constexpr uint64_t kLarge = 24ull << 20;  // three DMA chunks
+  auto session = MakeSession(1, kLarge);
+  std::shared_ptr<Stream> stream = MakeStream(session);
+  Append(*stream, NEURON_RTD_OP_SIGNAL);
+  AppendFill(*stream, session->address(), 4096, /*profile_correlation=*/7);
+  Append(*stream, NEURON_RTD_OP_SIGNAL, nullptr, 0, /*profile_correlation=*/0);
+  AppendFill(*stream, session->address(), kLarge, /*profile_correlation=*/9);
+  Append(*stream, NEURON_RTD_OP_SIGNAL);
+  log_.released.Notify();
+  ASSERT_TRUE(queue_->Attach(stream).ok());
+  AwaitCompletions(5);
+
+  // Unprofiled records are not reported; each command costs the fake clock
+  // 1000 ns once done, so starts step by 1000 and a small fill ends where it
+  // starts. The large fill runs on the DMA engine, in three chunks.
+  const std::vector<ProfiledCommand> profiled = session->profiled();
+  ASSERT_EQ(profiled.size(), 3u);
+  EXPECT_EQ(profiled[0].correlation_id, 7u);
+  EXPECT_EQ(profiled[0].engine, hal::Engine::kDma);
+  EXPECT_EQ(profiled[0].bytes, 4096u);
+  EXPECT_EQ(profiled[0].sequence, 2u);
+  EXPECT_EQ(profiled[0].end_ns, profiled[0].start_ns);
+  EXPECT_EQ(profiled[1].correlation_id, 0u);
+  EXPECT_EQ(profiled[1].engine, hal::Engine::kSync);
+  EXPECT_EQ(profiled[1].start_ns, profiled[0].end_ns + 1000);
+  EXPECT_EQ(profiled[2].correlation_id, 9u);
+  EXPECT_EQ(profiled[2].bytes, kLarge);
+  EXPECT_EQ(profiled[2].start_ns, profiled[1].end_ns + 1000);
+  EXPECT_GE(profiled[2].end_ns, profiled[2].start_ns);
+  for (const ProfiledCommand& command : profiled) {
+    EXPECT_EQ(command.stream_id, stream->id());
+    EXPECT_EQ(command.core, queue_->core());
+    EXPECT_FALSE(command.failed);
+  }
+}
+
 TEST_F(CoreQueueTest, RecentUtilizationIsTheComputeEnginesBusyShareOfAboutTheLastSecond) {
   UseFakeClock();
   auto session = MakeSession(1);

@@ -86,7 +86,8 @@ TEST(RecordDecoderTest, RefusesEveryMalformedField) {
       {"opcode unknown", [](auto& r) { Header(r).opcode = 99; }, "opcode 99 is not known"},
       {"flags", [](auto& r) { Header(r).flags = 0x80; }, "unknown bits"},
       {"reserved0", [](auto& r) { Header(r).reserved0 = 1; }, "reserved header fields"},
-      {"reserved1", [](auto& r) { Header(r).reserved1 = 1; }, "reserved header fields"},
+      {"correlation without PROFILE", [](auto& r) { Header(r).correlation_id = 1; },
+       "correlation id without the PROFILE flag"},
       {"op name too long", [](auto& r) { Header(r).op_name_bytes = 500; }, "exceeds 128"},
       {"payload past length", [](auto& r) { Header(r).payload_bytes = 4000; },
        "exceed the length"},
@@ -112,6 +113,15 @@ TEST(RecordDecoderTest, RefusesEveryMalformedField) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << mutation.name;
     EXPECT_THAT(status.message(), HasSubstr(mutation.expected)) << mutation.name;
   }
+}
+
+TEST(RecordDecoderTest, AProfiledRecordKeepsItsCorrelationId) {
+  std::vector<uint8_t> record = Record(NEURON_RTD_OP_SIGNAL, nullptr, 0);
+  neuron_rtd_mark_record_profiled(record.data(), 0xfeedu);
+  absl::StatusOr<DecodedRecord> decoded = DecodeRecord(record, 0);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->header.flags, NEURON_RTD_RECORD_FLAG_PROFILE);
+  EXPECT_EQ(decoded->header.correlation_id, 0xfeedu);
 }
 
 TEST(RecordDecoderTest, SequencesMustIncrease) {

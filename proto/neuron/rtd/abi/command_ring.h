@@ -41,8 +41,10 @@
 /* 2: records of up to 32 KiB and launches of up to 3840 addresses (a
  * compiled graph's inputs and outputs), rings of at least 32 KiB.
  * 3: COLLECTIVE records carry a group of operations (no daemon before 3
- * executed a COLLECTIVE record). */
-#define NEURON_RTD_ABI_VERSION_MINOR 3u
+ * executed a COLLECTIVE record).
+ * 4: a PROFILE record carries the framework's correlation id in the header's
+ * `correlation_id` (reserved, always 0, before). */
+#define NEURON_RTD_ABI_VERSION_MINOR 4u
 
 /* "NRRG" and "NRCP", little-endian. */
 #define NEURON_RTD_RING_MAGIC 0x4752524eu
@@ -145,10 +147,14 @@ struct neuron_rtd_record_header {
   uint16_t op_name_bytes;
   uint16_t reserved0;
   uint32_t payload_bytes;
-  uint64_t reserved1;
+  /* (ABI 1.4) With NEURON_RTD_RECORD_FLAG_PROFILE: the framework's id of the
+   * operation that issued the command (Kineto's correlation id; 0 for none),
+   * returned with the command's timestamps. Without the flag it must be 0. */
+  uint64_t correlation_id;
 };
 
-/* Ask for a profiling timestamp pair for this command. */
+/* Asks for the command's start and end timestamps, its core, stream and
+ * engine, in the session's profile buffer (Runtime.DrainProfile). */
 #define NEURON_RTD_RECORD_FLAG_PROFILE 0x1u
 #define NEURON_RTD_RECORD_FLAGS_KNOWN 0x1u
 
@@ -422,6 +428,16 @@ static inline uint32_t neuron_rtd_encode_record(void* out, uint16_t opcode, uint
   const uint32_t used = (uint32_t)sizeof(header) + payload_bytes + op_name_bytes;
   memset(bytes + used, 0, length - used);
   return length;
+}
+
+/* Marks a record written by neuron_rtd_encode_record, before it is
+ * published, for profiling under the framework's `correlation_id`. */
+static inline void neuron_rtd_mark_record_profiled(void* record, uint64_t correlation_id) {
+  struct neuron_rtd_record_header header;
+  memcpy(&header, record, sizeof(header));
+  header.flags = (uint16_t)(header.flags | NEURON_RTD_RECORD_FLAG_PROFILE);
+  header.correlation_id = correlation_id;
+  memcpy(record, &header, sizeof(header));
 }
 
 #ifdef __cplusplus

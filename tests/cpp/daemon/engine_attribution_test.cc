@@ -1,0 +1,33 @@
+// The simulated device's engine attribution by operator class.
+#include "daemon/hal/sim/engine_attribution.h"
+
+#include <gtest/gtest.h>
+
+#include "neuron/rtd/abi/command_ring.h"
+
+namespace neuron::rtd::hal::sim {
+namespace {
+
+TEST(EngineAttributionTest, ClassifiesOperatorsByTheirBaseName) {
+  const struct {
+    const char* op_name;
+    Engine engine;
+  } cases[] = {
+      {"aten::addmm", Engine::kTensor},         {"aten::convolution", Engine::kTensor},
+      {"aten::mm.out", Engine::kTensor},        {"aten::exp", Engine::kScalar},
+      {"aten::rsqrt", Engine::kScalar},         {"aten::tanh_backward", Engine::kScalar},
+      {"aten::index_put_", Engine::kGpSimd},    {"aten::embedding", Engine::kGpSimd},
+      {"aten::add.Tensor", Engine::kVector},    {"aten::native_layer_norm", Engine::kVector},
+      {"graph:forward_0", Engine::kUnspecified}, {"aten::", Engine::kVector},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_LAUNCH, c.op_name), c.engine) << c.op_name;
+  }
+  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_COPY, "aten::mm"), Engine::kDma);
+  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_FILL, ""), Engine::kDma);
+  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_COLLECTIVE, "allreduce"), Engine::kCollective);
+  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_WAIT, "wait_event"), Engine::kSync);
+}
+
+}  // namespace
+}  // namespace neuron::rtd::hal::sim
