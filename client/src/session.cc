@@ -99,6 +99,10 @@ absl::Status Event::Synchronize() const {
   return stream_->WaitFor(value_);
 }
 
+void Event::WaitSettled() const {
+  if (stream_) stream_->WaitSettled(value_);
+}
+
 Stream::~Stream() = default;
 uint64_t Stream::id() const { return state_->id(); }
 uint32_t Stream::core() const { return state_->core(); }
@@ -269,6 +273,13 @@ absl::StatusOr<Event> Stream::Launch(uint64_t executable_id, std::span<const uin
 }
 
 absl::StatusOr<Event> Stream::Record() { return Event(state_, state_->last_submitted()); }
+
+absl::StatusOr<Event> Stream::RecordTimed() {
+  absl::StatusOr<uint64_t> sequence =
+      state_->Submit(NEURON_RTD_OP_SIGNAL, {}, "timed_event", internal::kTimingCorrelation);
+  if (!sequence.ok()) return sequence.status();
+  return Event(state_, *sequence);
+}
 
 absl::Status Stream::Wait(const Event& event) {
   if (!event.valid() || event.value() == 0 || event.stream_id() == state_->id()) {
@@ -452,6 +463,85 @@ absl::Status Session::DestroyCommunicator(uint64_t handle) {
   return core_->client()
       .Call(&v1::Runtime::Stub::DestroyCommunicator, request, "DestroyCommunicator")
       .status();
+}
+
+absl::Status Session::StartProfiling(const ProfilingOptions& options) {
+  for (uint32_t core : options.cores) {
+    if (std::find(core_->cores().begin(), core_->cores().end(), core) == core_->cores().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("core %d is not one of this session's cores", core));
+    }
+  }
+  v1::SetProfilingRequest request;
+  request.set_session_id(core_->id());
+  request.set_runtime_spans(options.runtime_spans);
+  absl::Status set =
+      core_->client().Call(&v1::Runtime::Stub::SetProfiling, request, "SetProfiling").status();
+  if (!set.ok()) return set;
+  core_->profile().Start(options.cores);
+  return absl::OkStatus();
+}
+
+absl::Status Session::StopProfiling() {
+  core_->profile().Stop();
+  v1::SetProfilingRequest request;
+  request.set_session_id(core_->id());
+  return core_->client().Call(&v1::Runtime::Stub::SetProfiling, request, "SetProfiling").status();
+}
+
+namespace {
+
+// Moves everything the daemon holds for the session into its collector.
+absl::Status DrainDaemon(internal::SessionCore& core) {
+  v1::DrainProfileRequest request;
+  request.set_session_id(core.id());
+  while (true) {
+    absl::StatusOr<v1::DrainProfileResponse> response =
+        core.client().Call(&v1::Runtime::Stub::DrainProfile, request, "DrainProfile");
+    if (!response.ok()) return response.status();
+    std::vector<ProfiledCommand> commands;
+    commands.reserve(response->commands_size());
+    for (const v1::ProfiledCommand& in : response->commands()) {
+      commands.push_back(ProfiledCommand{.correlation_id = in.correlation_id(),
+                                         .stream_id = in.stream_id(),
+                                         .sequence = in.sequence(),
+                                         .core = in.core(),
+                                         .opcode = static_cast<uint16_t>(in.opcode()),
+                                         .engine = static_cast<Engine>(in.engine()),
+                                         .failed = in.failed(),
+                                         .op_name = in.op_name(),
+                                         .start_ns = in.start_ns(),
+                                         .end_ns = in.end_ns(),
+                                         .bytes = in.bytes()});
+    }
+    std::vector<RuntimeSpan> spans;
+    for (const v1::RuntimeSpan& in : response->spans()) {
+      spans.push_back(RuntimeSpan{.name = in.name(),
+                                  .detail = in.detail(),
+                                  .start_ns = in.start_ns(),
+                                  .end_ns = in.end_ns()});
+    }
+    core.profile().Absorb(std::move(commands), std::move(spans), response->dropped());
+    if (!response->more()) return absl::OkStatus();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileRecords> Session::DrainProfile() {
+  if (absl::Status drained = DrainDaemon(*core_); !drained.ok()) return drained;
+  return core_->profile().Take();
+}
+
+absl::StatusOr<int64_t> Session::EventTimestamp(const Event& event) {
+  if (!event.valid()) return absl::FailedPreconditionError("the event was never recorded");
+  if (absl::Status done = event.Synchronize(); !done.ok()) return done;
+  if (auto end = core_->profile().TimingEnd(event.stream_id(), event.value())) return *end;
+  if (absl::Status drained = DrainDaemon(*core_); !drained.ok()) return drained;
+  if (auto end = core_->profile().TimingEnd(event.stream_id(), event.value())) return *end;
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "event at %d of stream %d carries no timestamp: record it with timing enabled",
+      event.value(), event.stream_id()));
 }
 
 absl::Status Session::Close() { return core_->MarkClosed(); }

@@ -17,6 +17,7 @@
 #include "neuron/rtd/eager_op.h"
 #include "neuron/rtd/graph_plan.h"
 #include "neuronrt/client.h"
+#include "neuronrt/profiling.h"
 
 namespace neuronrt {
 
@@ -96,6 +97,11 @@ class Event {
   // Sleeps until the event completes; the error of the failing command, with
   // its op name, when it failed.
   absl::Status Synchronize() const;
+  // Waits until the event completes or can no longer complete (its stream
+  // failed, the session closed); reports nothing: a failure stays for the
+  // next Synchronize or Query. For a profiler, which must not take the
+  // program's errors.
+  void WaitSettled() const;
 
  private:
   friend class Stream;
@@ -148,6 +154,9 @@ class Stream {
                                    std::string_view op_name = {});
   // An event after everything enqueued so far (no command, no round trip).
   absl::StatusOr<Event> Record();
+  // An event that also carries the time the device reached it: a SIGNAL
+  // record that the daemon stamps (Session::EventTimestamp).
+  absl::StatusOr<Event> RecordTimed();
   // The point where this stream's timeline reaches `value`, which may lie in
   // the future: another stream may wait on it before this stream has
   // submitted the command that completes it (wait-before-signal).
@@ -213,6 +222,16 @@ class Session {
                                                 absl::Duration operation_timeout);
   // This rank leaves: operations its peers wait on with it fail.
   absl::Status DestroyCommunicator(uint64_t handle);
+
+  // Profiling (neuronrt/profiling.h). Commands submitted between Start and
+  // Stop on the chosen cores are stamped by the daemon; DrainProfile
+  // collects everything stamped so far (call it after synchronizing).
+  absl::Status StartProfiling(const ProfilingOptions& options);
+  absl::Status StopProfiling();
+  absl::StatusOr<ProfileRecords> DrainProfile();
+  // When the device reached an event of Stream::RecordTimed (CLOCK_MONOTONIC
+  // ns); waits for the event. FAILED_PRECONDITION for any other event.
+  absl::StatusOr<int64_t> EventTimestamp(const Event& event);
 
   // Ends the session; commands still queued are dropped.
   absl::Status Close();

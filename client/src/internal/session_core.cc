@@ -355,9 +355,14 @@ absl::StatusOr<bool> StreamState::IsComplete(uint64_t value) const {
   return false;
 }
 
-absl::Status StreamState::WaitFor(uint64_t value) const {
+absl::Status StreamState::WaitFor(uint64_t value) const { return Wait(value, /*report=*/true); }
+
+void StreamState::WaitSettled(uint64_t value) const { Wait(value, /*report=*/false).IgnoreError(); }
+
+absl::Status StreamState::Wait(uint64_t value, bool report) const {
+  auto done = [&] { return report ? TakeOperatorError(value) : absl::OkStatus(); };
   for (int spin = 0; spin < kSpinIterations + kYieldIterations; ++spin) {
-    if (LoadAcquire(slot_->completed) >= value) return TakeOperatorError(value);
+    if (LoadAcquire(slot_->completed) >= value) return done();
     if (LoadAcquire(slot_->error_sequence) != 0) break;
     if (spin < kSpinIterations) {
       CpuRelax();
@@ -367,7 +372,8 @@ absl::Status StreamState::WaitFor(uint64_t value) const {
   }
   while (true) {
     const uint32_t observed = LoadAcquire(slot_->wake);
-    if (LoadAcquire(slot_->completed) >= value) return TakeOperatorError(value);
+    if (LoadAcquire(slot_->completed) >= value) return done();
+    if (!report && Finished(value)) return absl::OkStatus();
     if (absl::Status failure = FailureAt(value); !failure.ok()) return failure;
     std::atomic_ref<uint32_t>(slot_->waiters).fetch_add(1, std::memory_order_seq_cst);
     if (LoadAcquire(slot_->completed) < value) FutexWait(&slot_->wake, observed, kLivenessInterval);
@@ -390,7 +396,8 @@ absl::Status StreamState::WaitForSpace(uint64_t needed) {
 }
 
 absl::StatusOr<uint64_t> StreamState::Submit(uint16_t opcode, std::span<const uint8_t> payload,
-                                             std::string_view op_name) {
+                                             std::string_view op_name,
+                                             uint64_t timing_correlation) {
   op_name = op_name.substr(0, NEURON_RTD_MAX_OP_NAME_BYTES);
   const uint32_t length = neuron_rtd_record_length(static_cast<uint32_t>(payload.size()),
                                                    static_cast<uint32_t>(op_name.size()));
@@ -420,9 +427,16 @@ absl::StatusOr<uint64_t> StreamState::Submit(uint16_t opcode, std::span<const ui
   }
   if (absl::Status space = WaitForSpace(length); !space.ok()) return space;
   const uint64_t sequence = last_submitted_.load() + 1;
-  neuron_rtd_encode_record(records_ + tail_ % capacity_, opcode, sequence, payload.data(),
+  char* record = records_ + tail_ % capacity_;
+  neuron_rtd_encode_record(record, opcode, sequence, payload.data(),
                            static_cast<uint32_t>(payload.size()), op_name.data(),
                            static_cast<uint32_t>(op_name.size()));
+  if (timing_correlation != 0 || session_->profile().Profiles(core_)) {
+    neuron_rtd_mark_record_profiled(
+        record, timing_correlation != 0 ? timing_correlation : ThreadCorrelationId());
+    // Before the record is published: a drain may find it done at once.
+    session_->profile().NoteSubmit(id_, sequence);
+  }
   tail_ += length;
   last_submitted_.store(sequence);
   if (absl::Status published = PublishTail(); !published.ok()) return published;

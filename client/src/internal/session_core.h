@@ -15,6 +15,7 @@
 #include "neuronrt/session.h"
 #include "src/internal/data_plane_connection.h"
 #include "src/internal/grpc_client.h"
+#include "src/internal/profile_collector.h"
 
 namespace neuronrt::internal {
 
@@ -64,6 +65,8 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
 
   absl::Status MarkClosed();
 
+  ProfileCollector& profile() { return profile_; }
+
  private:
   SessionCore() = default;
 
@@ -91,6 +94,7 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   std::unique_ptr<MappedRegion> completion_page_;
   std::unique_ptr<MappedRegion> staging_;
   std::atomic<bool> closed_{false};
+  ProfileCollector profile_;
 
   // A chunk of `size` bytes where the arena has room now.
   std::optional<StagingChunk> TakeFreeChunk(uint64_t size)
@@ -113,9 +117,12 @@ class StreamState : public std::enable_shared_from_this<StreamState> {
   uint32_t core() const { return core_; }
   SessionCore& session() const { return *session_; }
 
-  // Writes one record and returns its sequence.
+  // Writes one record and returns its sequence. While the session profiles
+  // this stream's core the record carries the PROFILE flag and the thread's
+  // correlation id; a nonzero `timing_correlation` profiles it always, with
+  // that id.
   absl::StatusOr<uint64_t> Submit(uint16_t opcode, std::span<const uint8_t> payload,
-                                  std::string_view op_name);
+                                  std::string_view op_name, uint64_t timing_correlation = 0);
   uint64_t last_submitted() const;
 
   absl::StatusOr<bool> IsComplete(uint64_t value) const;
@@ -123,8 +130,12 @@ class StreamState : public std::enable_shared_from_this<StreamState> {
   // stream or session failed); reports nothing.
   bool Finished(uint64_t value) const;
   absl::Status WaitFor(uint64_t value) const;
+  // Waits until Finished(value); reports nothing (errors stay for the next
+  // synchronization).
+  void WaitSettled(uint64_t value) const;
 
  private:
+  absl::Status Wait(uint64_t value, bool report) const;
   // The error that makes `value` unreachable, or OK.
   absl::Status FailureAt(uint64_t value) const;
   // The first operator error at or before `value` not reported yet, or OK;
