@@ -32,6 +32,8 @@ get_filename_component(_neuron_torch_root "${NEURON_TORCH_PREFIX}/../.." ABSOLUT
 set(kineto_LIBRARY "${_neuron_torch_root}/lib/libtorch_cpu.so" CACHE FILEPATH
     "Kineto lives inside libtorch_cpu in the PyTorch wheel")
 find_package(Torch REQUIRED)
+# Kineto's headers (torch_plugin's profiler), apart from TORCH_INCLUDE_DIRS.
+set(NEURON_KINETO_INCLUDE_DIR "${_neuron_torch_root}/include/kineto")
 get_filename_component(NEURON_TORCH_LIB_DIR "${TORCH_LIBRARY}" DIRECTORY)
 
 # What the project links: ATen/c10 and their headers, nothing else. The

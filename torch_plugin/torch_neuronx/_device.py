@@ -141,14 +141,23 @@ class Stream(torch.Stream):
         return _C._stream_priority_range()
 
 
-class Event(torch.Event):
-    """A point on a neuron stream's timeline. Same implementation as
-    ``torch.Event(device="neuron")``."""
+class _NeuronEventType(type):
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, torch.Event) and instance.device.type == "neuron"
+
+
+class Event(metaclass=_NeuronEventType):
+    """A point on a neuron stream's timeline: ``torch_neuronx.Event(...)``
+    returns ``torch.Event(device="neuron", ...)``. Not a subclass: torch's
+    own methods (``elapsed_time``, ``wait_event``) take only ``torch.Event``
+    objects; ``isinstance(e, torch_neuronx.Event)`` holds for every neuron
+    ``torch.Event``. ``enable_timing=True`` events carry device timestamps
+    for ``elapsed_time``."""
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
         _open()
-        return super().__new__(
-            cls, device="neuron", enable_timing=enable_timing, blocking=blocking,
+        return torch.Event(
+            device="neuron", enable_timing=enable_timing, blocking=blocking,
             interprocess=interprocess,
         )
 

@@ -11,6 +11,7 @@
 #include "csrc/aten/GenericOp.h"
 #include "csrc/python/CompiledGraphBindings.h"
 #include "csrc/python/DistributedBindings.h"
+#include "csrc/python/ProfilerBindings.h"
 #include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
@@ -215,6 +216,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_manual_seed_all", [](uint64_t seed) { ManualSeedAll(seed); });
   BindCompiledGraph(m);
   BindDistributed(m);
+  BindProfiler(m);
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(DefaultGenerator(device)));

@@ -13,6 +13,8 @@ namespace {
 // What a c10 event handle points to. Recording again replaces the point.
 struct NeuronEvent {
   neuronrt::Event point;
+  // Recorded as a stamped SIGNAL (an event created with enable_timing).
+  bool timed = false;
 };
 
 class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
@@ -72,14 +74,19 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceIndex deviceCount() const noexcept override { return DeviceCountNoThrow(); }
 
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
-              const c10::EventFlag /*flag*/) const override {
+              const c10::EventFlag flag) const override {
     TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
                 "event of neuron:", static_cast<int>(device_index),
                 " recorded on a stream of neuron:", static_cast<int>(stream.device_index()));
-    absl::StatusOr<neuronrt::Event> point = RuntimeStream(stream).Record();
+    // torch.Event(enable_timing=True) asks for the backend's default, as
+    // CUDA's: a timestamp. Without it an event costs no command at all.
+    const bool timed = flag == c10::EventFlag::BACKEND_DEFAULT;
+    absl::StatusOr<neuronrt::Event> point =
+        timed ? RuntimeStream(stream).RecordTimed() : RuntimeStream(stream).Record();
     ThrowIfError(point.status(), "recording a neuron event");
     if (*event == nullptr) *event = new NeuronEvent();
     static_cast<NeuronEvent*>(*event)->point = *point;
+    static_cast<NeuronEvent*>(*event)->timed = timed;
   }
 
   void block(void* event, const c10::Stream& stream) const override {
@@ -109,12 +116,24 @@ class NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     delete static_cast<NeuronEvent*>(event);
   }
 
-  double elapsedTime(void* /*start*/, void* /*end*/,
+  // Milliseconds between the device reaching `start` and `end`, as CUDA's;
+  // waits for both.
+  double elapsedTime(void* start, void* end,
                      const c10::DeviceIndex /*device_index*/) const override {
-    TORCH_CHECK_NOT_IMPLEMENTED(false,
-                                "neuron events do not carry timestamps yet: elapsed_time is not "
-                                "supported (time with torch.profiler or time.perf_counter after "
-                                "synchronize())");
+    TORCH_CHECK_VALUE(start != nullptr && end != nullptr &&
+                    static_cast<NeuronEvent*>(start)->point.valid() &&
+                    static_cast<NeuronEvent*>(end)->point.valid(),
+                "Both events must be recorded before calculating elapsed time.");
+    TORCH_CHECK_VALUE(
+        static_cast<NeuronEvent*>(start)->timed && static_cast<NeuronEvent*>(end)->timed,
+        "Both events must be created with argument 'enable_timing=True'.");
+    neuronrt::Session& session = GetRuntime().session();
+    absl::StatusOr<int64_t> started =
+        session.EventTimestamp(static_cast<NeuronEvent*>(start)->point);
+    ThrowIfError(started.status(), "neuron event");
+    absl::StatusOr<int64_t> ended = session.EventTimestamp(static_cast<NeuronEvent*>(end)->point);
+    ThrowIfError(ended.status(), "neuron event");
+    return static_cast<double>(*ended - *started) / 1e6;
   }
 
   bool queryStream(const c10::Stream& stream) const override {

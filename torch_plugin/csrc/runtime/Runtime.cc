@@ -180,6 +180,20 @@ absl::StatusOr<int> Runtime::StreamPriority(int device, int64_t id) {
   return stream_priorities_[device][id];
 }
 
+void Runtime::SettleAllStreams() {
+  std::vector<std::shared_ptr<neuronrt::Stream>> streams;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (const auto& of_device : streams_) {
+      streams.insert(streams.end(), of_device.begin(), of_device.end());
+    }
+  }
+  for (const std::shared_ptr<neuronrt::Stream>& stream : streams) {
+    if (stream == nullptr) continue;
+    if (absl::StatusOr<neuronrt::Event> last = stream->Record(); last.ok()) last->WaitSettled();
+  }
+}
+
 absl::Status Runtime::SynchronizeDevice(int device) {
   std::vector<std::shared_ptr<neuronrt::Stream>> streams;
   {

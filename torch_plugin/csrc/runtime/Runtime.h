@@ -72,6 +72,10 @@ class Runtime {
   absl::StatusOr<int> HighestStreamPriority();
   // Waits for every stream of `device`.
   absl::Status SynchronizeDevice(int device);
+  // Waits until every stream of every device has run (or can no longer
+  // run) what was submitted so far, reporting nothing (neuronrt::Event::
+  // WaitSettled): a profiler's flush.
+  void SettleAllStreams();
 
  private:
   explicit Runtime(std::unique_ptr<neuronrt::Session> session);
