@@ -12,11 +12,14 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <libkineto.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "csrc/profiler/Capture.h"
 #include "csrc/runtime/Runtime.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -30,6 +33,9 @@ using libkineto::ActivityType;
 // Flow ids of our CPU-to-device arrows: above the small ids Kineto gives
 // its own flows.
 constexpr uint32_t kFirstFlowId = 1u << 30;
+// How often a capture empties the daemon's buffer (131072 records) while it
+// records: far faster than any process submits commands.
+constexpr absl::Duration kDrainInterval = absl::Milliseconds(200);
 
 int64_t ClockNs(clockid_t clock) {
   timespec now{};
@@ -65,6 +71,8 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
     capture_->options = ParseCaptureOptions(config.getCustomConfig(), capture_->errors);
   }
 
+  ~NeuronProfilerSession() override { StopDrainer(); }
+
   void start() override {
     status_ = libkineto::TraceStatus::RECORDING;
     capture_->realtime_offset_ns = ClockNs(CLOCK_REALTIME) - ClockNs(CLOCK_MONOTONIC);
@@ -95,6 +103,13 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
       return;
     }
     runtime_ = *runtime;
+    drainer_ = std::thread([this] {
+      // A failed drain (the daemon gone) is reported once; Collect tries
+      // again at the end.
+      while (!stop_draining_.WaitForNotificationWithTimeout(kDrainInterval)) {
+        if (!Drain()) return;
+      }
+    });
   }
 
   void stop() override {
@@ -208,25 +223,44 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
   // Flushes the window's commands and takes their records from the daemon.
   void Collect() {
     if (runtime_ == nullptr) return;
+    StopDrainer();
     // What the window submitted runs to the end first (as a CUDA profiler
     // flushes), without taking the program's errors.
     runtime_->SettleAllStreams();
-    neuronrt::Session& session = runtime_->session();
-    if (absl::Status stopped = session.StopProfiling(); !stopped.ok()) {
+    if (absl::Status stopped = runtime_->session().StopProfiling(); !stopped.ok()) {
       capture_->errors.push_back("neuron profiler: " + std::string(stopped.message()));
     }
-    absl::StatusOr<neuronrt::ProfileRecords> records = session.DrainProfile();
-    if (!records.ok()) {
-      capture_->errors.push_back("neuron profiler: " + std::string(records.status().message()));
-      return;
-    }
-    capture_->records = *std::move(records);
+    Drain();
     if (capture_->records.dropped > 0) {
       capture_->errors.push_back("neuron profiler: " +
                                  std::to_string(capture_->records.dropped) +
                                  " device records were lost (the daemon's buffer was full)");
     }
     runtime_ = nullptr;
+  }
+
+  // Appends what the daemon holds to the capture; false (the error noted)
+  // when it cannot. The drainer thread while recording, then Collect once
+  // it has joined: never both at once.
+  bool Drain() {
+    absl::StatusOr<neuronrt::ProfileRecords> records = runtime_->session().DrainProfile();
+    if (!records.ok()) {
+      capture_->errors.push_back("neuron profiler: " + std::string(records.status().message()));
+      return false;
+    }
+    neuronrt::ProfileRecords& kept = capture_->records;
+    kept.commands.insert(kept.commands.end(), std::make_move_iterator(records->commands.begin()),
+                         std::make_move_iterator(records->commands.end()));
+    kept.spans.insert(kept.spans.end(), std::make_move_iterator(records->spans.begin()),
+                      std::make_move_iterator(records->spans.end()));
+    kept.dropped += records->dropped;
+    return true;
+  }
+
+  void StopDrainer() {
+    if (!drainer_.joinable()) return;
+    stop_draining_.Notify();
+    drainer_.join();
   }
 
   int32_t DeviceIndex(uint32_t core) const {
@@ -236,6 +270,8 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
 
   std::shared_ptr<Capture> capture_;
   Runtime* runtime_ = nullptr;
+  absl::Notification stop_draining_;
+  std::thread drainer_;
 };
 
 class NeuronActivityProfiler final : public libkineto::IActivityProfiler {
