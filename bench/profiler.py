@@ -16,6 +16,7 @@ import sys
 import time
 
 import daemon
+import train_step
 
 STEPS = 6
 
@@ -74,21 +75,9 @@ def worker():
     device = sum(c["end_ns"] - c["start_ns"] for c in last_capture()["commands"]
                  if c["engine"] != "Sync")
 
-    x = torch.ones(1, 1, device="neuron")
-
-    def small_ops(count=3000):
-        nonlocal x
-        x.cpu()
-        start = time.perf_counter()
-        for _ in range(count):
-            x = x + x
-        x.cpu()
-        return (time.perf_counter() - start) / count
-
-    small_ops(200)
-    small_plain = small_ops()
+    small_plain = train_step.small_op_seconds("neuron")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
-        small_profiled = small_ops()
+        small_profiled = train_step.small_op_seconds("neuron")
     print(json.dumps({
         "profiled_step_ms": round(profiled * 1e3, 2),
         "unprofiled_step_ms": round(plain * 1e3, 2),

@@ -491,6 +491,15 @@ absl::Status Session::StopProfiling() {
 
 namespace {
 
+static_assert(static_cast<int>(Engine::kTensor) == v1::ENGINE_TENSOR &&
+                  static_cast<int>(Engine::kVector) == v1::ENGINE_VECTOR &&
+                  static_cast<int>(Engine::kScalar) == v1::ENGINE_SCALAR &&
+                  static_cast<int>(Engine::kGpSimd) == v1::ENGINE_GPSIMD &&
+                  static_cast<int>(Engine::kDma) == v1::ENGINE_DMA &&
+                  static_cast<int>(Engine::kCollective) == v1::ENGINE_COLLECTIVE &&
+                  static_cast<int>(Engine::kSync) == v1::ENGINE_SYNC,
+              "neuronrt::Engine must carry neuron.rtd.v1.Engine's values");
+
 // Moves everything the daemon holds for the session into its collector.
 absl::Status DrainDaemon(internal::SessionCore& core) {
   v1::DrainProfileRequest request;

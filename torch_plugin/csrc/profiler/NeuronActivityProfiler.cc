@@ -37,9 +37,9 @@ constexpr uint32_t kFirstFlowId = 1u << 30;
 // records: far faster than any process submits commands.
 constexpr absl::Duration kDrainInterval = absl::Milliseconds(200);
 
-int64_t ClockNs(clockid_t clock) {
+int64_t RealtimeNs() {
   timespec now{};
-  ::clock_gettime(clock, &now);
+  ::clock_gettime(CLOCK_REALTIME, &now);
   return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
 }
 
@@ -75,7 +75,7 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
 
   void start() override {
     status_ = libkineto::TraceStatus::RECORDING;
-    capture_->realtime_offset_ns = ClockNs(CLOCK_REALTIME) - ClockNs(CLOCK_MONOTONIC);
+    capture_->realtime_offset_ns = RealtimeNs() - neuronrt::MonotonicNowNs();
     if (!capture_->options.device) return;
     // A program that never touched the device before profiling still gets
     // its device time: the session opens now.
