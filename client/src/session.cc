@@ -35,6 +35,11 @@ neuron_rtd_location Staging(uint64_t offset) {
   return neuron_rtd_location{.kind = NEURON_RTD_LOCATION_STAGING, .memory_id = 0, .address = offset};
 }
 
+// A staging span's detail: what the copy was for and how much it moved.
+std::string StagingDetail(std::string_view op_name, uint64_t bytes) {
+  return absl::StrFormat("%s: %d bytes", op_name.empty() ? "copy" : op_name, bytes);
+}
+
 neuron_rtd_location Pinned(const HostBuffer& host, uint64_t offset) {
   return neuron_rtd_location{
       .kind = NEURON_RTD_LOCATION_HOST_MEMORY, .memory_id = host.id(), .address = offset};
@@ -117,7 +122,10 @@ absl::StatusOr<Event> Stream::CopyToDevice(uint64_t device_address, const void* 
     absl::StatusOr<internal::StagingChunk> chunk = session.AcquireStaging(bytes - done);
     if (!chunk.ok()) return chunk.status();
     const uint64_t size = std::min(chunk->size, bytes - done);
+    const bool spanned = session.profile().RecordsSpans(state_->core());
+    const int64_t staged_at = spanned ? MonotonicNowNs() : 0;
     if (size > 0) std::memcpy(chunk->data, source + done, size);
+    if (spanned) session.profile().AddSpan("stage_in", StagingDetail(op_name, size), staged_at);
     neuron_rtd_copy_payload copy{.src = Staging(chunk->offset),
                                  .dst = Device(device_address + done),
                                  .bytes = size};
@@ -163,7 +171,13 @@ absl::Status Stream::CopyToHost(void* host, uint64_t device_address, uint64_t by
     absl::Status landed = oldest.landed.Synchronize();
     // An empty copy may come with a null destination: memcpy must not see it.
     if (landed.ok() && status.ok() && oldest.chunk.size > 0) {
+      const bool spanned = session.profile().RecordsSpans(state_->core());
+      const int64_t staged_at = spanned ? MonotonicNowNs() : 0;
       std::memcpy(destination + oldest.offset, oldest.chunk.data, oldest.chunk.size);
+      if (spanned) {
+        session.profile().AddSpan("stage_out", StagingDetail(op_name, oldest.chunk.size),
+                                  staged_at);
+      }
     }
     session.ReleaseStaging(oldest.chunk, oldest.landed);
     if (status.ok()) status = landed;
@@ -478,7 +492,7 @@ absl::Status Session::StartProfiling(const ProfilingOptions& options) {
   absl::Status set =
       core_->client().Call(&v1::Runtime::Stub::SetProfiling, request, "SetProfiling").status();
   if (!set.ok()) return set;
-  core_->profile().Start(options.cores);
+  core_->profile().Start(options);
   return absl::OkStatus();
 }
 

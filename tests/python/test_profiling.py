@@ -146,14 +146,21 @@ def test_export_without_pyarrow_names_the_extra(monkeypatch, tmp_path):
         NeuronProfiler(NeuronConfig(profile_output_dir=str(tmp_path))).export_trace(prof)
 
 
-def test_runtime_mode_records_executable_loads():
+def test_runtime_mode_records_executable_loads_and_staging():
     a = torch.randn(8, device="neuron")
     with profile(activities=ACTIVITIES,
-                 experimental_config=NeuronConfig(modes=["device", "runtime"])):
+                 experimental_config=NeuronConfig(modes=["device", "runtime"])) as prof:
         # An operator no test ran before: its executable loads in the window.
         torch.special.i1e(a).sum().item()
-    spans = last_capture()["spans"]
-    assert any(s["name"] == "load_executable" and s["end_ns"] >= s["start_ns"] for s in spans)
+    spans = {s["name"]: s for s in last_capture()["spans"]}
+    assert spans["load_executable"]["end_ns"] >= spans["load_executable"]["start_ns"]
+    assert spans["load_executable"]["thread"] == 0
+    assert spans["stage_out"]["thread"] != 0
+    names = {e.name for e in prof.events()}
+    assert {"neuron-rtd load_executable", "neuronrt stage_out"} <= names
+    with profile(activities=ACTIVITIES):
+        torch.special.i0e(a).sum().item()
+    assert last_capture()["spans"] == []
 
 
 def test_autograd_profiler_use_device_gives_device_time():

@@ -52,12 +52,16 @@ struct ProfiledCommand {
   uint64_t bytes = 0;
 };
 
-// Work the daemon did for the session (ProfilingOptions::runtime_spans).
+// Runtime work for the session (ProfilingOptions::runtime_spans): the
+// daemon's ("load_executable") or this client's ("stage_in", "stage_out":
+// pageable memory copied through the staging arena).
 struct RuntimeSpan {
   std::string name;
   std::string detail;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  // The client thread (gettid) that did the work; 0 for the daemon.
+  int32_t thread = 0;
 };
 
 struct ProfileRecords {

@@ -45,16 +45,27 @@ int32_t CurrentThreadId() {
 
 }  // namespace
 
-void ProfileCollector::Start(const std::vector<uint32_t>& cores) {
+void ProfileCollector::Start(const ProfilingOptions& options) {
   for (auto& word : core_mask_) word.store(0, std::memory_order_relaxed);
-  for (uint32_t core : cores) {
+  for (uint32_t core : options.cores) {
     if (core < kMaxCores) core_mask_[core / 64].fetch_or(uint64_t{1} << (core % 64));
   }
-  all_cores_.store(cores.empty(), std::memory_order_relaxed);
+  all_cores_.store(options.cores.empty(), std::memory_order_relaxed);
+  runtime_spans_.store(options.runtime_spans, std::memory_order_relaxed);
   active_.store(true, std::memory_order_release);
 }
 
 void ProfileCollector::Stop() { active_.store(false, std::memory_order_release); }
+
+void ProfileCollector::AddSpan(std::string name, std::string detail, int64_t start_ns) {
+  RuntimeSpan span{.name = std::move(name),
+                   .detail = std::move(detail),
+                   .start_ns = start_ns,
+                   .end_ns = MonotonicNowNs(),
+                   .thread = CurrentThreadId()};
+  absl::MutexLock lock(&mutex_);
+  records_.spans.push_back(std::move(span));
+}
 
 void ProfileCollector::NoteSubmit(uint64_t stream_id, uint64_t sequence) {
   const Submit submit{.ns = MonotonicNowNs(), .thread = CurrentThreadId()};

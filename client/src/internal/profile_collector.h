@@ -26,10 +26,17 @@ inline constexpr uint64_t kTimingCorrelation = uint64_t{1} << 63;
 // the only one on the submit path when nothing profiles: two relaxed loads.
 class ProfileCollector {
  public:
-  // Commands on `cores` (empty: every core) submitted from now on are
-  // profiled; cores past kMaxCores are profiled only when `cores` is empty.
-  void Start(const std::vector<uint32_t>& cores);
+  // Commands on `options.cores` (empty: every core) submitted from now on
+  // are profiled; cores past kMaxCores are profiled only when `cores` is
+  // empty.
+  void Start(const ProfilingOptions& options);
   void Stop();
+  // Whether this client records its own runtime spans for `core`.
+  bool RecordsSpans(uint32_t core) const {
+    return runtime_spans_.load(std::memory_order_relaxed) && Profiles(core);
+  }
+  // A span of the calling thread's work, from `start_ns` to now.
+  void AddSpan(std::string name, std::string detail, int64_t start_ns);
   bool Profiles(uint32_t core) const {
     if (!active_.load(std::memory_order_relaxed)) return false;
     if (all_cores_.load(std::memory_order_relaxed)) return true;
@@ -63,6 +70,7 @@ class ProfileCollector {
 
   std::atomic<bool> active_{false};
   std::atomic<bool> all_cores_{false};
+  std::atomic<bool> runtime_spans_{false};
   std::array<std::atomic<uint64_t>, kMaxCores / 64> core_mask_{};
 
   absl::Mutex mutex_;

@@ -5,7 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <numeric>
+#include <map>
+#include <string>
 
 #include "e2e/data_plane_fixture.h"
 #include "e2e/eager_op_builders.h"
@@ -170,19 +171,33 @@ TEST_F(ProfilingTest, AFailedCommandComesBackMarkedFailed) {
   EXPECT_EQ(records->commands[0].op_name, "aten::fill_");
 }
 
-TEST_F(ProfilingTest, RuntimeSpansRecordExecutableLoadsWhileOn) {
+TEST_F(ProfilingTest, RuntimeSpansRecordLoadsAndStagingWhileOn) {
   auto session = Open();
+  auto buffer = *session->Allocate(0, 4096);
+  auto stream = *session->CreateStream(0);
+  std::vector<uint8_t> host(4096, 7);
   ASSERT_TRUE(session->LoadExecutable(testing::NegBody(8), "neg before").ok());
   ASSERT_TRUE(session->StartProfiling({.runtime_spans = true}).ok());
   ASSERT_TRUE(session->LoadExecutable(testing::NegBody(16), "neg during").ok());
+  ASSERT_TRUE(stream->CopyToDevice(buffer.device_address, host.data(), 4096, "upload").ok());
+  ASSERT_TRUE(stream->CopyToHost(host.data(), buffer.device_address, 4096, "download").ok());
   ASSERT_TRUE(session->StopProfiling().ok());
   ASSERT_TRUE(session->LoadExecutable(testing::NegBody(32), "neg after").ok());
+  ASSERT_TRUE(stream->CopyToDevice(buffer.device_address, host.data(), 4096).ok());
   auto records = session->DrainProfile();
   ASSERT_TRUE(records.ok());
-  ASSERT_EQ(records->spans.size(), 1u);
-  EXPECT_EQ(records->spans[0].name, "load_executable");
-  EXPECT_EQ(records->spans[0].detail, "neg during");
-  EXPECT_GE(records->spans[0].end_ns, records->spans[0].start_ns);
+  std::map<std::string, neuronrt::RuntimeSpan> spans;
+  for (const auto& span : records->spans) {
+    EXPECT_GE(span.end_ns, span.start_ns) << span.name;
+    EXPECT_TRUE(spans.emplace(span.name, span).second) << span.name << " twice";
+  }
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans["load_executable"].detail, "neg during");
+  EXPECT_EQ(spans["load_executable"].thread, 0);
+  EXPECT_EQ(spans["stage_in"].detail, "upload: 4096 bytes");
+  EXPECT_EQ(spans["stage_out"].detail, "download: 4096 bytes");
+  EXPECT_EQ(spans["stage_in"].thread, spans["stage_out"].thread);
+  EXPECT_NE(spans["stage_in"].thread, 0);
 }
 
 }  // namespace

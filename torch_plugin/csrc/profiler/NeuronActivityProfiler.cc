@@ -177,13 +177,15 @@ class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
       ++flow;
     }
     for (const neuronrt::RuntimeSpan& span : capture_->records.spans) {
+      // The daemon's spans on a row of their own; the client's on its thread.
       libkineto::GenericTraceActivity runtime;
       runtime.activityType = ActivityType::PRIVATEUSE1_RUNTIME;
-      runtime.activityName = "neuron-rtd " + span.name;
+      runtime.activityName = (span.thread == 0 ? "neuron-rtd " : "neuronrt ") + span.name;
       runtime.startTime = span.start_ns + capture_->realtime_offset_ns;
       runtime.endTime = span.end_ns + capture_->realtime_offset_ns;
       runtime.device = pid;
-      runtime.resource = 0;
+      runtime.resource = span.thread;
+      runtime.threadId = span.thread;
       runtime.addMetadataQuoted("detail", span.detail);
       runtime.log(logger);
     }

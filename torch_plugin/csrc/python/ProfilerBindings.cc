@@ -41,6 +41,7 @@ void BindProfiler(pybind11::module& module) {
       row["detail"] = py::bytes(span.detail).attr("decode")("utf-8", "replace");
       row["start_ns"] = span.start_ns;
       row["end_ns"] = span.end_ns;
+      row["thread"] = span.thread;
       spans.append(std::move(row));
     }
     py::dict result;

@@ -12,7 +12,8 @@ class ProfileMode(enum.Enum):
 
     #: Every command's start and end on its NeuronCore, its stream and engine.
     DEVICE = "device"
-    #: The daemon's own work for the process (executable loads).
+    #: Runtime work for the process: the daemon's (executable loads) and the
+    #: client's (pageable memory copied through the staging arena).
     RUNTIME = "runtime"
 
 

@@ -139,7 +139,8 @@ class NeuronProfiler:
         for span in capture["spans"]:
             events.append({
                 "name": span["name"], "cat": "runtime", "ph": "X",
-                "pid": f"neuron-rtd runtime (pid {pid})", "tid": "runtime",
+                "pid": f"runtime (pid {pid})",
+                "tid": f"thread {span['thread']}" if span["thread"] else "neuron-rtd",
                 "ts": (span["start_ns"] + offset) / _NS_PER_US,
                 "dur": (span["end_ns"] - span["start_ns"]) / _NS_PER_US,
                 "args": {"detail": span["detail"]},
