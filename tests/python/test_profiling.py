@@ -264,3 +264,13 @@ def test_a_process_killed_mid_profile_leaves_no_session():
     deadline = time.monotonic() + 60
     while any(s["pid"] == pid for s in torch_neuronx._C._list_sessions()):
         assert time.monotonic() < deadline, "the killed process's session outlived it"
+
+
+def test_profile_memory_reports_device_allocations():
+    with profile(activities=ACTIVITIES, profile_memory=True) as prof:
+        x = torch.empty(1 << 20, device="neuron")
+        del x
+    events = [e for e in prof.events() if e.name == "aten::empty"]
+    assert events and events[0].device_memory_usage == 4 << 20
+    assert any(e.name == "[memory]" and e.device_memory_usage == -(4 << 20)
+               for e in prof.events())

@@ -34,7 +34,7 @@ struct Capture {
   std::vector<std::string> errors;
 };
 
-// Parses NeuronConfig's JSON ({"neuron": {...}}); INVALID settings become
+// Parses NeuronConfig's JSON ({"neuron": {...}}); invalid settings become
 // errors the capture reports.
 CaptureOptions ParseCaptureOptions(const std::string& custom_config,
                                    std::vector<std::string>& errors);

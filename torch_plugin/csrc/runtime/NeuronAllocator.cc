@@ -94,6 +94,27 @@ void Update(DeviceStats& stats, c10::CachingAllocator::StatArray DeviceStats::*f
   }
 }
 
+// The device's allocated and reserved bytes, as the profiler's memory
+// events carry them.
+struct Totals {
+  size_t allocated = 0;
+  size_t reserved = 0;
+};
+
+Totals TotalsOf(const DeviceStats& stats) {
+  constexpr auto kAll = static_cast<size_t>(StatType::AGGREGATE);
+  return Totals{.allocated = static_cast<size_t>(stats.allocated_bytes[kAll].current),
+                .reserved = static_cast<size_t>(stats.reserved_bytes[kAll].current)};
+}
+
+// torch.profiler(profile_memory=True): every allocation and free, as CUDA's
+// allocator reports them. Outside the allocator's lock.
+void ReportToProfiler(uint64_t address, int64_t delta, Totals totals, c10::DeviceIndex device) {
+  c10::reportMemoryUsageToProfiler(reinterpret_cast<void*>(address), delta, totals.allocated,
+                                   totals.reserved,
+                                   c10::Device(c10::DeviceType::PrivateUse1, device));
+}
+
 template <typename Visit>
 void ForEachStat(DeviceStats& stats, Visit visit) {
   for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
@@ -110,7 +131,11 @@ class CachingAllocator final : public c10::DeviceAllocator {
     const c10::Device where(c10::DeviceType::PrivateUse1, device);
     if (bytes == 0) return c10::DataPtr(nullptr, nullptr, &DeleteNothing, where);
     const c10::Stream stream = CurrentStream(device);
-    Block* block = Malloc(device, stream.id(), bytes);
+    Totals totals;
+    Block* block = Malloc(device, stream.id(), bytes, totals);
+    if (c10::memoryProfilingEnabled()) {
+      ReportToProfiler(block->address, static_cast<int64_t>(block->size), totals, device);
+    }
     return c10::DataPtr(reinterpret_cast<void*>(block->address), block, &DeleteBlock, where);
   }
 
@@ -214,7 +239,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
     return {0, 0};
   }
 
-  Block* Malloc(c10::DeviceIndex device, c10::StreamId stream, size_t requested) {
+  // `totals`: the device's after the allocation.
+  Block* Malloc(c10::DeviceIndex device, c10::StreamId stream, size_t requested, Totals& totals) {
     const size_t size = RoundUp(requested, kMinBlockBytes);
     const bool small = size <= kSmallRequestBytes;
     absl::MutexLock lock(&mutex_);
@@ -230,6 +256,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     Update(state.stats, &DeviceStats::allocated_bytes, small, static_cast<int64_t>(block->size));
     Update(state.stats, &DeviceStats::active_bytes, small, static_cast<int64_t>(block->size));
     Update(state.stats, &DeviceStats::requested_bytes, small, static_cast<int64_t>(requested));
+    totals = TotalsOf(state.stats);
     return block;
   }
 
@@ -267,6 +294,12 @@ class CachingAllocator final : public c10::DeviceAllocator {
         ++state.stats.num_ooms;
         const auto [total, used] = DeviceMemory(device);
         const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
+        if (c10::memoryProfilingEnabled()) {
+          const Totals totals = TotalsOf(state.stats);
+          c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested), totals.allocated,
+                                           totals.reserved,
+                                           c10::Device(c10::DeviceType::PrivateUse1, device));
+        }
         TORCH_CHECK_WITH(
             OutOfMemoryError, false,
             absl::StrFormat(
@@ -317,7 +350,20 @@ class CachingAllocator final : public c10::DeviceAllocator {
   void Free(Block* block) {
     // A forked child's blocks belong to the parent's session: leave them.
     if (Runtime::InBadFork()) return;
-    absl::MutexLock lock(&mutex_);
+    const uint64_t address = block->address;
+    const int64_t size = static_cast<int64_t>(block->size);
+    const c10::DeviceIndex device = block->device;
+    Totals totals;
+    {
+      absl::MutexLock lock(&mutex_);
+      totals = FreeLocked(block);
+    }
+    if (c10::memoryProfilingEnabled()) ReportToProfiler(address, -size, totals, device);
+  }
+
+ private:
+  // Frees `block`; returns its device's totals after.
+  Totals FreeLocked(Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     DeviceState& state = State(block->device);
     const bool small = block->small();
     Update(state.stats, &DeviceStats::allocation, small, -1);
@@ -334,12 +380,12 @@ class CachingAllocator final : public c10::DeviceAllocator {
         ++block->pending_events;
       }
       block->stream_uses.clear();
-      if (block->pending_events > 0) return;
+      if (block->pending_events > 0) return TotalsOf(state.stats);
     }
     Release(state, block);
+    return TotalsOf(state.stats);
   }
 
- private:
   void ProcessPending(DeviceState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     while (!state.pending.empty()) {
       auto& [point, block] = state.pending.front();
