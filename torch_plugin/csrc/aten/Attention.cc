@@ -8,34 +8,42 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
+#include <ATen/native/transformers/sdp_utils_cpp.h>
+#include <c10/util/Array.h>
 
 namespace torch_neuronx {
 namespace {
 
-bool FlashAttentionApplies(const at::Tensor& query, const at::Tensor& key,
-                           const at::Tensor& value, double dropout_p, bool enable_gqa) {
-  const at::ScalarType dtype = query.scalar_type();
-  const bool supported_dtype =
-      dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
-  const bool dense_4d = query.dim() == 4 && key.dim() == 4 && value.dim() == 4 &&
-                        !query.is_nested() && !key.is_nested() && !value.is_nested();
-  const bool same_dtype = key.scalar_type() == dtype && value.scalar_type() == dtype;
-  const bool unit_last_stride = dense_4d && query.stride(-1) == 1 && key.stride(-1) == 1 &&
-                                value.stride(-1) == 1;
-  const bool same_heads = dense_4d && query.size(1) == key.size(1) && key.size(1) == value.size(1);
-  const bool nonempty = dense_4d && query.size(2) > 0 && key.size(2) > 0;
-  // The CPU flash kernel has no dropout: training with attention dropout
-  // takes the math path.
-  return supported_dtype && dense_4d && same_dtype && unit_last_stride &&
-         (same_heads || !enable_gqa) && same_heads && nonempty && dropout_p == 0.0;
+bool SameHeadDims(const sdp::sdp_params& params, bool /*debug*/) {
+  const c10::SymInt& head_dim = params.query.sym_size(-1);
+  return params.key.sym_size(-1) == head_dim && params.value.sym_size(-1) == head_dim;
+}
+
+// The CPU's own gates for its flash kernel (ATen's use_flash_attention_cpp,
+// whose definition is not exported), so that neuron picks the fused kernel
+// exactly where the CPU would: no dropout, dense 4-d inputs with unit last
+// strides, a mask of a broadcastable shape that needs no gradient (T5's
+// learned position bias takes the math path). Unlike the CPU, grouped-query
+// inputs take the math path.
+bool FlashAttentionApplies(const sdp::sdp_params& params) {
+  constexpr auto kDtypes = c10::array_of<at::ScalarType>(at::kFloat, at::kBFloat16, at::kHalf);
+  constexpr auto kConstraints = c10::array_of<bool (*)(const sdp::sdp_params&, bool)>(
+      sdp::check_runtime_disabled_flash, sdp::check_nested_tensor, sdp::check_for_dropout,
+      sdp::check_tensor_shapes,
+      sdp::check_batch_size_and_num_heads_dense</*supports_gqa=*/false>,
+      sdp::check_attn_mask_shape, SameHeadDims, sdp::check_nonzero_sequence_lengths_dense,
+      sdp::check_last_dim_stride_equals_1_dense</*ignore_singleton_dim=*/false>);
+  for (const auto& constraint : kConstraints) {
+    if (!constraint(params, /*debug=*/false)) return false;
+  }
+  return sdp::check_tensor_dtype(params, kDtypes, /*debug=*/false);
 }
 
 int64_t ChooseSdpBackend(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                         const std::optional<at::Tensor>& /*attn_mask*/, double dropout_p,
-                         bool /*is_causal*/, std::optional<double> /*scale*/, bool enable_gqa) {
-  const at::Context& context = at::globalContext();
-  if (context.userEnabledFlashSDP() &&
-      FlashAttentionApplies(query, key, value, dropout_p, enable_gqa)) {
+                         const std::optional<at::Tensor>& attn_mask, double dropout_p,
+                         bool is_causal, std::optional<double> /*scale*/, bool enable_gqa) {
+  const sdp::sdp_params params{query, key, value, attn_mask, dropout_p, is_causal, enable_gqa};
+  if (FlashAttentionApplies(params)) {
     return static_cast<int64_t>(at::SDPBackend::flash_attention);
   }
   return static_cast<int64_t>(at::SDPBackend::math);

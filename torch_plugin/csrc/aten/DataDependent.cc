@@ -3,6 +3,7 @@
 // daemon with outputs of the right size.
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/count_nonzero.h>
 #include <ATen/ops/full.h>
@@ -115,6 +116,108 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Unique(const at::Tensor& self, bo
   return {values, inverse, counts};
 }
 
+// Where each run of equal rows of `rows` (n x m) starts, and the run of
+// every row: what unique_consecutive and unique(dim=) have in common once
+// the rows are in order. `counts` is filled only when asked for.
+struct Runs {
+  at::Tensor starts;     // long positions of each run's first row
+  at::Tensor run_of_row; // long, n
+  at::Tensor counts;     // long, one per run
+};
+
+Runs FindRuns(const at::Tensor& rows, bool with_run_of_row, bool with_counts) {
+  const int64_t n = rows.size(0);
+  const at::TensorOptions long_options = rows.options().dtype(at::kLong);
+  at::Tensor is_start = at::full({n}, true, rows.options().dtype(at::kBool));
+  if (n > 1) {
+    at::Tensor differs = rows.slice(0, 1).ne(rows.slice(0, 0, n - 1));
+    if (differs.dim() > 1) differs = differs.any(1);
+    is_start.slice(0, 1).copy_(differs);
+  }
+  Runs runs;
+  runs.starts = Nonzero(is_start).squeeze(1);
+  runs.run_of_row = with_run_of_row ? is_start.to(at::kLong).cumsum(0).sub_(1)
+                                    : at::empty({0}, long_options);
+  runs.counts = with_counts
+                    ? at::cat({runs.starts.slice(0, 1), at::full({1}, n, long_options)})
+                          .sub_(runs.starts)
+                    : at::empty({0}, long_options);
+  return runs;
+}
+
+// The slices of `self` along `dim` as the rows of a matrix.
+at::Tensor SlicesAsRows(const at::Tensor& self, int64_t dim) {
+  return self.movedim(dim, 0).reshape({self.size(dim), -1});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> UniqueConsecutive(const at::Tensor& self,
+                                                                 bool return_inverse,
+                                                                 bool return_counts,
+                                                                 std::optional<int64_t> dim) {
+  const c10::DeviceGuard guard(self.device());
+  const at::TensorOptions long_options = self.options().dtype(at::kLong);
+  if (!dim.has_value() || self.dim() == 0) {
+    if (self.numel() == 0) {
+      return {at::empty({0}, self.options()),
+              return_inverse ? at::empty(self.sizes(), long_options) : at::empty({0}, long_options),
+              at::empty({0}, long_options)};
+    }
+    const at::Tensor flat = self.flatten();
+    const Runs runs = FindRuns(flat, return_inverse, return_counts);
+    return {flat.index_select(0, runs.starts),
+            return_inverse ? runs.run_of_row.view(self.sizes()) : runs.run_of_row, runs.counts};
+  }
+  const int64_t d = c10::maybe_wrap_dim(*dim, self.dim());
+  if (self.size(d) == 0) {
+    return {self.clone(), at::empty({0}, long_options), at::empty({0}, long_options)};
+  }
+  const Runs runs = FindRuns(SlicesAsRows(self, d), return_inverse, return_counts);
+  return {self.index_select(d, runs.starts), runs.run_of_row, runs.counts};
+}
+
+// torch.unique(dim=): the slices are ordered lexicographically by stable
+// sorts on one column after another, from the last (a radix sort: three
+// launches per column, all on the device), then their runs are found.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> UniqueDim(const at::Tensor& self, int64_t dim,
+                                                         bool /*sorted*/, bool return_inverse,
+                                                         bool return_counts) {
+  const c10::DeviceGuard guard(self.device());
+  const at::TensorOptions long_options = self.options().dtype(at::kLong);
+  const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(self.numel() > 0 || self.size(d) == 0,
+                    "Number of zero sized dimensions is more than one, so unique cannot be "
+                    "applied");
+  const int64_t n = self.size(d);
+  if (n == 0) {
+    return {self.clone(), at::empty({0}, long_options), at::empty({0}, long_options)};
+  }
+  const at::Tensor rows = SlicesAsRows(self, d);
+  at::Tensor order = at::arange(n, long_options);
+  for (int64_t column = rows.size(1) - 1; column >= 0; --column) {
+    const at::Tensor key = rows.select(1, column).index_select(0, order);
+    order = order.index_select(0, std::get<1>(key.sort(/*stable=*/true, 0, false)));
+  }
+  const Runs runs = FindRuns(rows.index_select(0, order), return_inverse, return_counts);
+  at::Tensor inverse = runs.run_of_row;
+  if (return_inverse) inverse = at::empty({n}, long_options).scatter_(0, order, runs.run_of_row);
+  return {self.index_select(d, order.index_select(0, runs.starts)), inverse, runs.counts};
+}
+
+// repeat_interleave(repeats) without output_size: the output's length is
+// the sum of the repeats, read back first.
+at::Tensor RepeatInterleave(const at::Tensor& repeats, std::optional<c10::SymInt> output_size) {
+  static const c10::OperatorHandle repeat_interleave =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::repeat_interleave", "Tensor");
+  const c10::DeviceGuard guard(repeats.device());
+  if (!output_size.has_value()) {
+    TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+    output_size = repeats.numel() == 0 ? 0 : repeats.sum().item<int64_t>();
+  }
+  torch::jit::Stack stack{repeats, *output_size};
+  LaunchOnDevice(repeat_interleave, &stack);
+  return stack[0].toTensor();
+}
+
 // torch.equal: compared on the device; one bool read back.
 bool Equal(const at::Tensor& self, const at::Tensor& other) {
   if (!self.sizes().equals(other.sizes()) || self.scalar_type() != other.scalar_type()) {
@@ -153,6 +256,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index.Tensor", Index);
   m.impl("_index_put_impl_", IndexPut);
   m.impl("masked_select", MaskedSelect);
+  m.impl("unique_consecutive", UniqueConsecutive);
+  m.impl("unique_dim", UniqueDim);
+  m.impl("repeat_interleave.Tensor", RepeatInterleave);
 }
 
 }  // namespace torch_neuronx
