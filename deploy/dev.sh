@@ -39,12 +39,12 @@ APT_PACKAGES=(
   python3-dev python3-venv procps
 )
 PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
-# Test-only Python packages (the model suite; pyarrow for the profiler's
-# Parquet metrics, the `profiling` extra), pinned. torchvision and timm go
-# in without their dependencies, which would replace the CPU torch with
-# PyPI's CUDA build.
+# Test-only Python packages (the model suite, Hugging Face Transformers and
+# Accelerate; pyarrow for the profiler's Parquet metrics, the `profiling`
+# extra), pinned. torchvision and timm go in without their dependencies,
+# which would replace the CPU torch with PyPI's CUDA build.
 TEST_PYTHON_PACKAGES=(pillow==13.0.0 PyYAML==6.0.4 huggingface_hub==2.4.0 safetensors==0.8.0
-                      pyarrow==26.0.1)
+                      pyarrow==26.0.1 transformers==5.24.0 accelerate==1.16.0)
 TEST_PYTHON_PACKAGES_NO_DEPS=(torchvision==0.28.0 timm==1.0.31)
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
