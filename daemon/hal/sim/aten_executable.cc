@@ -4,12 +4,14 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "daemon/hal/device.h"
 #include "daemon/hal/sim/internal/aten_call.h"
+#include "daemon/hal/sim/internal/index_guards.h"
 #include "daemon/hal/sim/launch_host_budget.h"
 
 namespace neuron::rtd::hal::sim {
@@ -44,6 +46,7 @@ absl::Status RunCall(HbmArena& arena, const AtenExecutable& executable,
   }
   // The sim runs the CPU kernels themselves: no autograd, no views kept.
   c10::InferenceMode inference;
+  internal::CheckUncheckedIndices(qualified, stack);
   if (plan.default_generator) {
     absl::StatusOr<uint64_t> seed = internal::ReadSeed(immediates, plan.default_generator->offset);
     if (!seed.ok()) return seed.status();
@@ -67,14 +70,21 @@ absl::Status RunCall(HbmArena& arena, const AtenExecutable& executable,
     absl::StatusOr<at::Tensor> output = internal::WrapLayout(arena, layout, bindings);
     if (!output.ok()) return output.status();
     const at::Tensor& result = results[r];
-    if (!result.defined() || (result.numel() == 0 && output->numel() != 0)) {
+    // Auxiliary outputs where the CPU kernel and the meta kernel (CUDA's
+    // rule) disagree about being empty (batch norm's saved statistics in
+    // eval mode, embedding_bag's max_indices outside max mode): what is
+    // empty on one side carries nothing the other side needs.
+    if (!result.defined() || (result.numel() == 0) != (output->numel() == 0)) {
       ++next_output;
       continue;
     }
     if (!output->sizes().equals(result.sizes())) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s output %d has sizes %s; the executable expects %s", qualified, next_output,
-          c10::str(result.sizes()), c10::str(output->sizes())));
+      // Device memory is intact (nothing was written past this output's
+      // own buffer): an error of this call, not of the stream.
+      return internal::OperatorError(
+          std::runtime_error(""),
+          absl::StrFormat("%s output %d has sizes %s where meta inference predicted %s", qualified,
+                          next_output, c10::str(result.sizes()), c10::str(output->sizes())));
     }
     output->copy_(result);
     ++next_output;

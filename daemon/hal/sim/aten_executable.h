@@ -4,7 +4,11 @@
 // a result the CPU kernel leaves undefined or empty where the executable has
 // a non-empty output (saved statistics that eval-mode batch norm does not
 // compute) leaves that output's contents unspecified, as on an accelerator
-// whose kernel allocates them and never writes them.
+// whose kernel allocates them and never writes them, and a non-empty result
+// for an empty output (embedding_bag's max_indices outside max mode) is
+// dropped. Results of other sizes fail the call as an operator error (the
+// stream goes on). Indices that some CPU kernels follow unchecked are
+// checked first (internal/index_guards.h).
 #ifndef NEURON_RTD_DAEMON_HAL_SIM_ATEN_EXECUTABLE_H_
 #define NEURON_RTD_DAEMON_HAL_SIM_ATEN_EXECUTABLE_H_
 

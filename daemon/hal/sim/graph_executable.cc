@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "daemon/hal/sim/compiled_package.h"
 #include "daemon/hal/sim/internal/aten_call.h"
+#include "daemon/hal/sim/internal/index_guards.h"
 #include "daemon/hal/sim/launch_host_budget.h"
 
 namespace neuron::rtd::hal::sim {
@@ -131,6 +132,7 @@ absl::Status GraphExecutable::Interpret(HbmArena& arena, std::span<const uint64_
       return absl::Status(pushed.code(), absl::StrFormat("%s: %s", Where(n), pushed.message()));
     }
     try {
+      internal::CheckUncheckedIndices(node.call.qualified, stack);
       node.call.op.callBoxed(stack);
     } catch (const c10::Error& error) {
       return internal::OperatorError(

@@ -214,6 +214,54 @@ TEST_P(HalConformanceTest, OperatorErrorsCarryTheirTypeAndLeaveTheDeviceUsable) 
   EXPECT_EQ(Download(0, 1), std::vector<float>{7});
 }
 
+TEST_P(HalConformanceTest, AResultOfOtherSizesThanPlannedIsAnOperatorError) {
+  // A client whose meta inference predicted other sizes than the kernel
+  // produces: the call fails, the device (and the stream) go on.
+  EagerOpPlan spec;
+  spec.name = "aten::mm";
+  spec.arguments = {Layout({2, 2}, {2, 1}, 0), Layout({2, 2}, {2, 1}, 1)};
+  spec.outputs = {Layout({4}, {1}, 2)};
+  absl::StatusOr<std::unique_ptr<Executable>> mm = backend_->PrepareExecutable(spec);
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  Upload(32, {5, 5, 5, 5});
+  const uint64_t bindings[] = {At(0), At(16), At(32)};
+  absl::Status status = device_->Dispatch(**mm, bindings, {});
+  EXPECT_THAT(status.message(), HasSubstr("where meta inference predicted [4]"));
+  EXPECT_TRUE(status.GetPayload(kOperatorErrorTypePayload).has_value());
+  EXPECT_EQ(Download(32, 4), (std::vector<float>{5, 5, 5, 5}));
+}
+
+TEST_P(HalConformanceTest, IndicesAKernelTrustsAreCheckedBeforeItFollowsThem) {
+  // The CPU kernel reads grad[offset2bag[i]] unchecked: a hostile bag
+  // number must be an IndexError, not a read past the buffer.
+  constexpr int32_t kInt64 = 4;  // c10::ScalarType::Long
+  auto longs = [](std::vector<int64_t> sizes, uint32_t address) {
+    return TensorLayout{.dtype = kInt64, .sizes = sizes, .strides = {1},
+                        .address_index = address};
+  };
+  EagerOpPlan spec;
+  spec.name = "aten::_embedding_bag_per_sample_weights_backward";
+  spec.arguments = {Layout({2, 2}, {2, 1}, 0), Layout({4, 2}, {2, 1}, 1), longs({2}, 2),
+                    longs({2}, 3), longs({2}, 4), int64_t{0}, int64_t{-1}};
+  spec.outputs = {Layout({2}, {1}, 5)};
+  absl::StatusOr<std::unique_ptr<Executable>> backward = backend_->PrepareExecutable(spec);
+  ASSERT_TRUE(backward.ok()) << backward.status();
+  const int64_t indices[] = {1, 3};
+  const int64_t offsets[] = {0, 1};
+  const int64_t hostile_offset2bag[] = {0, int64_t{1} << 40};
+  ASSERT_TRUE(device_->CopyHostToDevice(At(32), indices, sizeof(indices)).ok());
+  ASSERT_TRUE(device_->CopyHostToDevice(At(40), offsets, sizeof(offsets)).ok());
+  ASSERT_TRUE(device_->CopyHostToDevice(At(48), hostile_offset2bag, sizeof(hostile_offset2bag))
+                  .ok());
+  const uint64_t bindings[] = {At(0), At(16), At(32), At(40), At(48), At(56)};
+  absl::Status status = device_->Dispatch(**backward, bindings, {});
+  EXPECT_THAT(status.message(), HasSubstr("offset2bag holds 1099511627776, out of range [0, 2)"));
+  EXPECT_EQ(status.GetPayload(kOperatorErrorTypePayload).value_or(absl::Cord()), "IndexError");
+  const int64_t offset2bag[] = {0, 1};
+  ASSERT_TRUE(device_->CopyHostToDevice(At(48), offset2bag, sizeof(offset2bag)).ok());
+  EXPECT_TRUE(device_->Dispatch(**backward, bindings, {}).ok());
+}
+
 // relu(a @ b) + a, written to output 2, and a's running update
 // a.copy_(a * 2) as a batch norm's statistics are written: four nodes.
 GraphPlan MatmulReluAddGraph() {
