@@ -11,15 +11,18 @@ uint32_t ElementBytes(int32_t dtype) {
     case 11:  // bool
       return 1;
     case 2:   // int16
+    case 27:  // uint16
     case 5:   // float16
     case 15:  // bfloat16
       return 2;
-    case 3:  // int32
-    case 6:  // float32
+    case 3:   // int32
+    case 28:  // uint32
+    case 6:   // float32
       return 4;
-    case 4:  // int64
-    case 7:  // float64
-    case 9:  // complex64
+    case 4:   // int64
+    case 29:  // uint64 (torch.hash_tensor's result)
+    case 7:   // float64
+    case 9:   // complex64
       return 8;
     default:
       return 0;
