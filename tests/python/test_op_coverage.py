@@ -100,3 +100,23 @@ def test_attention_with_a_learned_mask_takes_the_math_path():
     F.scaled_dot_product_attention(*leaves[:3], attn_mask=leaves[3]).square().sum().backward()
     for expected, actual in zip((q, k, v, bias), leaves):
         torch.testing.assert_close(actual.grad.cpu(), expected.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_hash_tensor_returns_uint64_from_the_device():
+    # uint64 results were refused at load ("dtype 29 is not supported").
+    x = torch.randn(4, 6)
+    actual = torch.hash_tensor(x.to("neuron"), [1])
+    assert actual.device.type == "neuron" and actual.dtype == torch.uint64
+    assert torch.equal(actual.cpu(), torch.hash_tensor(x, [1]))
+
+
+@pytest.mark.parametrize("with_affine", [False, True])
+def test_layer_norm_in_bfloat16_keeps_its_statistics_in_bfloat16(with_affine):
+    x = torch.randn(2, 3, 8, dtype=torch.bfloat16)
+    weight = torch.randn(8, dtype=torch.bfloat16) if with_affine else None
+    expected = torch.ops.aten.native_layer_norm(x, [8], weight, weight, 1e-5)
+    actual = torch.ops.aten.native_layer_norm(x.to("neuron"), [8], on("neuron", weight),
+                                              on("neuron", weight), 1e-5)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype == torch.bfloat16
+        torch.testing.assert_close(a.cpu(), e)

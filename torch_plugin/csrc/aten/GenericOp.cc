@@ -61,6 +61,7 @@ std::set<std::string>& FallbackSet() ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_mute
 std::atomic<uint64_t> executables_loaded{0};
 std::atomic<uint64_t> launches{0};
 std::atomic<uint64_t> plan_hits{0};
+std::atomic<uint64_t> cpu_fallbacks{0};
 
 struct OutputSpec {
   // False for a result the operator leaves undefined (a backward whose
@@ -102,6 +103,7 @@ void RunOnCpu(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
                "); every call copies its tensors to the host and back. "
                "torch_neuronx.get_fallback_ops() lists such operators.");
   }
+  cpu_fallbacks.fetch_add(1, std::memory_order_relaxed);
   at::native::cpu_fallback(op, stack);
 }
 
@@ -453,7 +455,8 @@ std::vector<std::string> FallbackOps() {
 GenericOpStats GetGenericOpStats() {
   return GenericOpStats{.executables = executables_loaded.load(),
                         .launches = launches.load(),
-                        .plan_cache_hits = plan_hits.load()};
+                        .plan_cache_hits = plan_hits.load(),
+                        .cpu_fallbacks = cpu_fallbacks.load()};
 }
 
 }  // namespace torch_neuronx

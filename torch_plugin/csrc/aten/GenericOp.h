@@ -43,11 +43,13 @@ void LaunchOnDeviceWithoutMeta(const c10::OperatorHandle& op, torch::jit::Stack*
 // "aten::op.overload" of every operator that ran on the CPU instead.
 std::vector<std::string> FallbackOps();
 
-// How many executables this process has loaded, and launches it queued.
+// How many executables this process has loaded, launches it queued, and
+// operator calls that ran on the CPU instead.
 struct GenericOpStats {
   uint64_t executables = 0;
   uint64_t launches = 0;
   uint64_t plan_cache_hits = 0;
+  uint64_t cpu_fallbacks = 0;
 };
 GenericOpStats GetGenericOpStats();
 

@@ -151,6 +151,7 @@ PYBIND11_MODULE(_C, m) {
     result["executables"] = stats.executables;
     result["launches"] = stats.launches;
     result["plan_cache_hits"] = stats.plan_cache_hits;
+    result["cpu_fallbacks"] = stats.cpu_fallbacks;
     return result;
   });
   m.def("_memory_stats", &MemoryStats);
