@@ -18,6 +18,9 @@
 #                           leaks checked) N times each (default 100; CTest runs 5)
 #   deploy/dev.sh models  build, run every model of the model suite (tests/models) against its
 #                           CPU twin; prints N/M models (`test` runs the small ones)
+#   deploy/dev.sh conformance  build, run every sample of PyTorch's OpInfo database on neuron
+#                           against the CPU (tests/conformance); prints the pass rate (`test`
+#                           runs the first sample of each operator and mode)
 #
 # Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
 # PYTHON (interpreter that creates .venv; default: python3).
@@ -44,7 +47,7 @@ PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
 # extra), pinned. torchvision and timm go in without their dependencies,
 # which would replace the CPU torch with PyPI's CUDA build.
 TEST_PYTHON_PACKAGES=(pillow==13.0.0 PyYAML==6.0.4 huggingface_hub==2.4.0 safetensors==0.8.0
-                      pyarrow==26.0.1 transformers==5.24.0 accelerate==1.16.0)
+                      pyarrow==26.0.1 transformers==5.24.0 accelerate==1.16.0 expecttest==0.3.0)
 TEST_PYTHON_PACKAGES_NO_DEPS=(torchvision==0.28.0 timm==1.0.31)
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
@@ -124,8 +127,10 @@ cmd_test() {
   ensure_test_packages
   log "running C++ tests (CTest)"
   (cd "$BUILD_DIR" && ctest --output-on-failure --parallel "$(nproc)" --timeout 300)
-  log "running Python tests (pytest), and the small models of the model suite"
-  "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models"
+  log "running Python tests (pytest), the small models of the model suite, and the fast slice"
+  log "of the OpInfo conformance suite"
+  "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models" \
+    "$ROOT/tests/conformance"
   # The fast slice of `sanitize`: the C++ suites under ASan and UBSan.
   sanitized_cpp_tests
 }
@@ -299,6 +304,13 @@ cmd_models() {
   NEURON_MODELS=all "$VENV/bin/python" -m pytest -q "$ROOT/tests/models"
 }
 
+cmd_conformance() {
+  cmd_build
+  ensure_test_packages
+  log "the OpInfo conformance suite: every sample on neuron against the CPU"
+  NEURON_CONFORMANCE=all "$VENV/bin/python" -m pytest -q "$ROOT/tests/conformance"
+}
+
 cmd_chaos() {
   local repetitions="${1:-100}"
   cmd_build
@@ -322,8 +334,9 @@ case "${1:-}" in
   fuzz) shift; cmd_fuzz "$@" ;;
   chaos) shift; cmd_chaos "$@" ;;
   models) cmd_models ;;
+  conformance) cmd_conformance ;;
   *)
-    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -120,3 +120,26 @@ def test_layer_norm_in_bfloat16_keeps_its_statistics_in_bfloat16(with_affine):
     for a, e in zip(actual, expected):
         assert a.dtype == e.dtype == torch.bfloat16
         torch.testing.assert_close(a.cpu(), e)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+def test_embedding_bag_trains_as_on_the_cpu(mode, include_last_offset):
+    # offset2bag (which the sum path of the CPU kernel leaves unwritten) and
+    # bag_size (one fewer with include_last_offset) feed the backward.
+    torch.manual_seed(0)
+    weight = torch.randn(10, 3, requires_grad=True)
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 3, 3, 6, 8])
+    weights = torch.rand(8, requires_grad=True) if mode == "sum" else None
+    n_weight = weight.detach().to("neuron").requires_grad_()
+    n_weights = weights.detach().to("neuron").requires_grad_() if weights is not None else None
+    expected = F.embedding_bag(indices, weight, offsets, mode=mode, per_sample_weights=weights,
+                               include_last_offset=include_last_offset)
+    actual = F.embedding_bag(indices.to("neuron"), n_weight, offsets.to("neuron"), mode=mode,
+                             per_sample_weights=n_weights, include_last_offset=include_last_offset)
+    torch.testing.assert_close(actual.cpu(), expected)
+    expected.square().sum().backward()
+    actual.square().sum().backward()
+    torch.testing.assert_close(n_weight.grad.cpu(), weight.grad)
+    if weights is not None:
+        torch.testing.assert_close(n_weights.grad.cpu(), weights.grad)
