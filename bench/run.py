@@ -20,11 +20,12 @@ import compiled_step  # noqa: E402
 import core_sharing  # noqa: E402
 import daemon_startup  # noqa: E402
 import data_plane  # noqa: E402
+import first_op  # noqa: E402
 import profiler  # noqa: E402
 import resnet_step  # noqa: E402
 import train_step  # noqa: E402
 
-BENCHMARKS = [daemon_startup, data_plane, core_sharing, train_step, resnet_step, compiled_step,
+BENCHMARKS = [daemon_startup, first_op, data_plane, core_sharing, train_step, resnet_step, compiled_step,
               allreduce, profiler]
 
 
