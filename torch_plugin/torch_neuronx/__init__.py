@@ -134,8 +134,9 @@ def _register():
     _torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
-    from torch_neuronx import _distributed, _flex_attention
+    from torch_neuronx import _distributed, _flex_attention, _meta_kernels
 
+    _meta_kernels.defer_dynamo_import()
     _flex_attention.enable()
     _distributed.register()
 
