@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 import torch_neuronx
 
-from expected_failures import EXPECTED_FAILURES, RANDOM_OUTPUTS
+from expected_failures import EXPECTED_FAILURES, RANDOM_OUTPUTS, RANDOM_SAMPLES
 from outcomes import Outcome, record
 
 pytest.importorskip("expecttest")  # common_methods_invocations imports it
@@ -74,16 +74,24 @@ def tensors(value):
 
 def assert_same(actual, expected, dtype, values=True):
     actual = tree_map(to_cpu, actual)
+    actual_leaves, expected_leaves = tree_flatten(actual)[0], tree_flatten(expected)[0]
+    if len(actual_leaves) == len(expected_leaves):
+        # neuron has no float64: float64 results are float32 there (declared).
+        expected_leaves = [
+            e.float() if isinstance(e, torch.Tensor) and isinstance(a, torch.Tensor)
+            and e.dtype == torch.float64 and a.dtype == torch.float32 else e
+            for a, e in zip(actual_leaves, expected_leaves)]
+        expected = tree_flatten(expected)[1].unflatten(expected_leaves)
     if not values:
-        actual_leaves, expected_leaves = tensors(actual), tensors(expected)
-        assert [(t.shape, t.dtype) for t in actual_leaves] == [
-            (t.shape, t.dtype) for t in expected_leaves]
+        assert [(t.shape, t.dtype) for t in tensors(actual)] == [
+            (t.shape, t.dtype) for t in tensors(expected)]
         return
-    # neuron has no float64: float64 results are float32 (declared).
-    expected = tree_map(
-        lambda t: t.float() if isinstance(t, torch.Tensor) and t.dtype == torch.float64 else t,
-        expected)
     torch.testing.assert_close(actual, expected, equal_nan=True, **TOLERANCES[dtype])
+
+
+def is_random(op, sample):
+    name = op_id(op)
+    return name in RANDOM_OUTPUTS or (name in RANDOM_SAMPLES and RANDOM_SAMPLES[name](sample))
 
 
 def gradients(op, sample):
@@ -123,7 +131,7 @@ def check_sample(op, mode, sample):
             gradients(op, moved) if grad else run(op, moved)
         return
     actual = gradients(op, moved) if grad else run(op, moved)
-    assert_same(actual, expected, dtype, values=op_id(op) not in RANDOM_OUTPUTS)
+    assert_same(actual, expected, dtype, values=not is_random(op, sample))
 
 
 def device_is_usable():
@@ -161,7 +169,11 @@ def test_matches_cpu(op, mode):
         record(name, mode, outcome, expected_reason)
     if expected_reason:
         if not failures:
-            pytest.fail(f"{name} {mode} is declared to fail ({expected_reason}) but passes: "
-                        "remove it from expected_failures.py")
+            # Strict over every sample: a declared failure may lie past the
+            # first, which is all the fast slice runs.
+            if ALL_SAMPLES:
+                pytest.fail(f"{name} {mode} is declared to fail ({expected_reason}) but passes: "
+                            "remove it from expected_failures.py")
+            return
         pytest.xfail(expected_reason)
     assert not failures, "\n".join(failures)

@@ -49,6 +49,8 @@ CASES = {
         lambda x, d: torch.unique_consecutive(on(d, ROWS), return_inverse=True,
                                               return_counts=True, dim=0),
         {"aten::unique_consecutive"}),
+    "unique_without_counts": (
+        lambda x, d: torch.ops.aten._unique(on(d, RUNS), True, True), {"aten::_unique"}),
     "unique_dim0": (lambda x, d: torch.unique(on(d, ROWS), dim=0, return_inverse=True,
                                               return_counts=True), {"aten::unique_dim"}),
     "unique_dim1": (lambda x, d: torch.unique(on(d, ROWS.T), dim=1, return_inverse=True,

@@ -116,6 +116,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Unique(const at::Tensor& self, bo
   return {values, inverse, counts};
 }
 
+// The older torch.unique entry (without counts), which some decompositions
+// still call (index_fill's backward).
+std::tuple<at::Tensor, at::Tensor> UniqueWithoutCounts(const at::Tensor& self, bool sorted,
+                                                       bool return_inverse) {
+  auto [values, inverse, counts] = Unique(self, sorted, return_inverse, false);
+  return {values, inverse};
+}
+
 // Where each run of equal rows of `rows` (n x m) starts, and the run of
 // every row: what unique_consecutive and unique(dim=) have in common once
 // the rows are in order. `counts` is filled only when asked for.
@@ -252,6 +260,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("equal", Equal);
   m.impl("bincount", Bincount);
   m.impl("_unique2", Unique);
+  m.impl("_unique", UniqueWithoutCounts);
   m.impl("nonzero", Nonzero);
   m.impl("index.Tensor", Index);
   m.impl("_index_put_impl_", IndexPut);
