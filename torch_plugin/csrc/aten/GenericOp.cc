@@ -3,8 +3,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/as_strided_native.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
+#include <ATen/EmptyTensor.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
@@ -23,6 +22,7 @@
 #include "csrc/aten/internal/CallWalker.h"
 #include "csrc/aten/internal/MetaTensors.h"
 #include "csrc/aten/internal/OpInfo.h"
+#include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
 #include "neuron/rtd/eager_op.h"
@@ -320,6 +320,111 @@ bool LaunchInChunks(const c10::OperatorHandle& op, const OpInfo& info, Stack* st
   return true;
 }
 
+// How LaunchArguments ended: launched, or the call needs what only the boxed
+// path does (split into several launches; run on the CPU).
+enum class LaunchOutcome { kLaunched, kTooManyTensors, kNoMetaKernel };
+
+struct LaunchedCall {
+  LaunchOutcome outcome = LaunchOutcome::kLaunched;
+  std::shared_ptr<const Plan> plan;
+  // The new outputs, in the plan's order (undefined where the operator
+  // leaves a result undefined).
+  std::vector<at::Tensor> outputs;
+  size_t addresses = 0;
+};
+
+// Launches a call whose tensors are all on `device` (the current device).
+// `arguments` is read, never copied: its tensors may be borrowed from the
+// caller (UnboxedOps.cc), and a C++ copy of a tensor Python holds costs a GIL
+// round trip. Only out= arguments the operator resizes are changed.
+LaunchedCall LaunchArguments(const c10::OperatorHandle& op, const OpInfo& info,
+                             c10::DeviceIndex device, Stack& arguments, bool run_meta) {
+  LaunchedCall call;
+  for (;;) {
+    CallWalker walker(info, device, nullptr);
+    walker.Walk(arguments);
+    call.addresses = walker.addresses.size();
+    if (walker.addresses.size() > kMaxLaunchAddresses ||
+        walker.scalars.size() > kMaxScalarBytes) {
+      call.outcome = LaunchOutcome::kTooManyTensors;
+      return call;
+    }
+    AppendRaw(walker.key, &info);
+    {
+      absl::MutexLock lock(&plan_mutex);
+      if (auto it = Plans().find(walker.key); it != Plans().end()) call.plan = it->second;
+    }
+    const bool new_signature = call.plan == nullptr;
+    if (!new_signature) {
+      plan_hits.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      bool resized = false;
+      call.plan = BuildPlan(op, info, device, arguments, run_meta, &resized);
+      // Outputs took new shapes: their layouts are part of the signature.
+      if (resized) continue;
+      if (call.plan == nullptr) {
+        call.outcome = LaunchOutcome::kNoMetaKernel;
+        return call;
+      }
+      absl::MutexLock lock(&plan_mutex);
+      Plans().emplace(walker.key, call.plan);
+    }
+    const Plan& plan = *call.plan;
+    call.outputs.reserve(plan.outputs.size());
+    for (const OutputSpec& spec : plan.outputs) {
+      if (!spec.defined) {
+        call.outputs.emplace_back();
+        continue;
+      }
+      // Straight from the allocator: the current device is `device`.
+      call.outputs.push_back(at::detail::empty_strided_generic(
+          spec.sizes, spec.strides, &NeuronAllocator(),
+          c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), spec.dtype));
+      walker.addresses.push_back(reinterpret_cast<uint64_t>(call.outputs.back().data_ptr()));
+    }
+    if (info.seeds_default_generator) {
+      const uint64_t seed = DefaultGenerator(device).get<NeuronGenerator>()->NextCallSeed();
+      const auto* bytes = reinterpret_cast<const uint8_t*>(&seed);
+      walker.scalars.insert(walker.scalars.end(), bytes, bytes + 8);
+    }
+    neuronrt::Stream& stream = RuntimeStream(CurrentStream(device));
+    ThrowIfError(
+        stream.Launch(plan.executable_id, walker.addresses, walker.scalars, info.qualified)
+            .status(),
+        info.qualified);
+    launches.fetch_add(1, std::memory_order_relaxed);
+    // A signature's first launch is waited for, so that the errors its
+    // kernel raises where meta inference did not (a dtype the kernel lacks)
+    // come at the call, with the CPU's exception type, as on the CPU and
+    // CUDA. Later launches stay asynchronous; their errors come at the next
+    // sync.
+    if (new_signature) ThrowIfError(stream.Synchronize(), info.qualified);
+    return call;
+  }
+}
+
+// Replaces a call's arguments on `stack` by its results.
+void PushResults(const c10::OperatorHandle& op, const OpInfo& info, const LaunchedCall& call,
+                 Stack& arguments, Stack* stack) {
+  torch::jit::drop(*stack, arguments.size());
+  size_t next_output = 0;
+  for (size_t r = 0; r < info.return_argument.size(); ++r) {
+    const int aliased = info.return_argument[r];
+    if (aliased >= 0) {
+      stack->push_back(std::move(arguments[aliased]));
+    } else if (call.plan->list_lengths[r] == 0 &&
+               op.schema().returns()[r].type()->kind() == c10::TypeKind::TensorType) {
+      stack->emplace_back(call.outputs[next_output++]);
+    } else {
+      const size_t length = call.plan->list_lengths[r];
+      std::vector<at::Tensor> list(call.outputs.begin() + next_output,
+                                   call.outputs.begin() + next_output + length);
+      next_output += length;
+      stack->emplace_back(std::move(list));
+    }
+  }
+}
+
 void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
             bool run_meta = true) {
   const size_t argument_count = op.schema().arguments().size();
@@ -328,91 +433,22 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   TORCH_CHECK(device.has_value(), info.qualified, ": no neuron tensor among its arguments");
   MoveCpuScalars(info, *device, arguments);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *device));
-
-  CallWalker walker(info, *device, nullptr);
-  walker.Walk(arguments);
-  if (walker.addresses.size() > kMaxLaunchAddresses || walker.scalars.size() > kMaxScalarBytes) {
-    TORCH_CHECK(info.has_list_arguments && LaunchInChunks(op, info, stack, argument_count,
-                                                          walker.addresses.size()),
-                info.qualified, " takes ", walker.addresses.size(),
-                " tensors in one call; a neuron launch takes at most ", kMaxLaunchAddresses);
-    return;
-  }
-  std::string key = std::move(walker.key);
-  AppendRaw(key, &info);
-  std::shared_ptr<const Plan> plan;
-  {
-    absl::MutexLock lock(&plan_mutex);
-    if (auto it = Plans().find(key); it != Plans().end()) plan = it->second;
-  }
-  const bool new_signature = plan == nullptr;
-  if (!new_signature) {
-    plan_hits.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    bool resized = false;
-    plan = BuildPlan(op, info, *device, arguments, run_meta, &resized);
-    if (resized) {
-      // Outputs took new shapes: their layouts are part of the signature.
-      torch::jit::drop(*stack, argument_count);
-      for (c10::IValue& value : arguments) stack->push_back(std::move(value));
-      Launch(op, info, stack, run_meta);
+  LaunchedCall call = LaunchArguments(op, info, *device, arguments, run_meta);
+  switch (call.outcome) {
+    case LaunchOutcome::kTooManyTensors:
+      TORCH_CHECK(info.has_list_arguments &&
+                      LaunchInChunks(op, info, stack, argument_count, call.addresses),
+                  info.qualified, " takes ", call.addresses,
+                  " tensors in one call; a neuron launch takes at most ", kMaxLaunchAddresses);
       return;
-    }
-    if (plan == nullptr) {
+    case LaunchOutcome::kNoMetaKernel:
       torch::jit::drop(*stack, argument_count);
       for (c10::IValue& value : arguments) stack->push_back(std::move(value));
       RunOnCpu(op, info, stack, "it has no meta kernel to infer its outputs");
       return;
-    }
-    absl::MutexLock lock(&plan_mutex);
-    Plans().emplace(key, plan);
-  }
-
-  std::vector<at::Tensor> outputs;
-  outputs.reserve(plan->outputs.size());
-  const at::TensorOptions options =
-      at::TensorOptions().device(c10::Device(c10::DeviceType::PrivateUse1, *device));
-  std::vector<uint64_t>& addresses = walker.addresses;
-  for (const OutputSpec& spec : plan->outputs) {
-    if (!spec.defined) {
-      outputs.emplace_back();
-      continue;
-    }
-    outputs.push_back(at::empty_strided(spec.sizes, spec.strides, options.dtype(spec.dtype)));
-    addresses.push_back(reinterpret_cast<uint64_t>(outputs.back().data_ptr()));
-  }
-  if (info.seeds_default_generator) {
-    const uint64_t seed =
-        DefaultGenerator(*device).get<NeuronGenerator>()->NextCallSeed();
-    const auto* bytes = reinterpret_cast<const uint8_t*>(&seed);
-    walker.scalars.insert(walker.scalars.end(), bytes, bytes + 8);
-  }
-  neuronrt::Stream& stream = RuntimeStream(CurrentStream(*device));
-  ThrowIfError(stream.Launch(plan->executable_id, addresses, walker.scalars, info.qualified)
-                   .status(),
-               info.qualified);
-  launches.fetch_add(1, std::memory_order_relaxed);
-  // A signature's first launch is waited for, so that the errors its kernel
-  // raises where meta inference did not (a dtype the kernel lacks) come at
-  // the call, with the CPU's exception type, as on the CPU and CUDA. Later
-  // launches stay asynchronous; their errors come at the next sync.
-  if (new_signature) ThrowIfError(stream.Synchronize(), info.qualified);
-
-  torch::jit::drop(*stack, argument_count);
-  size_t next_output = 0;
-  for (size_t r = 0; r < info.return_argument.size(); ++r) {
-    const int aliased = info.return_argument[r];
-    if (aliased >= 0) {
-      stack->push_back(arguments[aliased]);
-    } else if (plan->list_lengths[r] == 0 &&
-               op.schema().returns()[r].type()->kind() == c10::TypeKind::TensorType) {
-      stack->emplace_back(outputs[next_output++]);
-    } else {
-      std::vector<at::Tensor> list(outputs.begin() + next_output,
-                                   outputs.begin() + next_output + plan->list_lengths[r]);
-      next_output += plan->list_lengths[r];
-      stack->emplace_back(std::move(list));
-    }
+    case LaunchOutcome::kLaunched:
+      PushResults(op, info, call, arguments, stack);
+      return;
   }
 }
 
@@ -445,6 +481,25 @@ void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/,
     return;
   }
   Launch(op, info, stack);
+}
+
+std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHandle& op,
+                                                         const OpInfo& info, Stack& arguments) {
+  if (!info.unsupported.empty() || info.is_view) return std::nullopt;
+  std::optional<c10::DeviceIndex> device;
+  for (const c10::IValue& value : arguments) {
+    if (!value.isTensor()) continue;
+    const at::Tensor& tensor = value.toTensor();
+    if (!tensor.defined()) continue;
+    // CPU scalars are moved to the device by the boxed path.
+    if (!tensor.is_privateuseone()) return std::nullopt;
+    if (!device) device = tensor.device().index();
+  }
+  if (!device) return std::nullopt;
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *device));
+  LaunchedCall call = LaunchArguments(op, info, *device, arguments, /*run_meta=*/true);
+  if (call.outcome != LaunchOutcome::kLaunched) return std::nullopt;
+  return std::move(call.outputs);
 }
 
 std::vector<std::string> FallbackOps() {

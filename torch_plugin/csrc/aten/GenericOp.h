@@ -21,10 +21,15 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace torch_neuronx {
+
+namespace internal {
+struct OpInfo;
+}  // namespace internal
 
 // The boxed kernel registered for every operator without its own neuron
 // kernel.
@@ -39,6 +44,15 @@ void LaunchOnDevice(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // shapes the caller has already made right: no meta inference (for
 // operators that have no meta kernel, such as nonzero.out).
 void LaunchOnDeviceWithoutMeta(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// For kernels whose tensor arguments are borrowed from their caller, not
+// owned (UnboxedOps.cc): launches the call and returns its new outputs, in
+// return order, or nullopt when the call needs the boxed path (a CPU tensor
+// among its arguments, a call to split, an operator to run on the CPU).
+// `arguments` is never copied. `info` is InfoFor(op).
+std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHandle& op,
+                                                         const internal::OpInfo& info,
+                                                         torch::jit::Stack& arguments);
 
 // "aten::op.overload" of every operator that ran on the CPU instead.
 std::vector<std::string> FallbackOps();

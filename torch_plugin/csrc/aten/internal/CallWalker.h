@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "csrc/aten/internal/OpInfo.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
@@ -52,7 +53,9 @@ inline rtd::ImmediateScalar::Kind ScalarKind(const c10::IValue& value) {
 class CallWalker {
  public:
   CallWalker(const OpInfo& info, c10::DeviceIndex device, std::vector<rtd::OpValue>* plan)
-      : info_(info), device_(device), plan_(plan) {}
+      : info_(info), device_(device), plan_(plan) {
+    key.reserve(kKeyReserve);
+  }
 
   void Walk(Stack& arguments) {
     for (size_t i = 0; i < arguments.size(); ++i) Argument(info_.kinds[i], arguments[i]);
@@ -76,10 +79,14 @@ class CallWalker {
   }
 
   std::string key;
-  std::vector<uint64_t> addresses;
-  std::vector<uint8_t> scalars;
+  absl::InlinedVector<uint64_t, 16> addresses;
+  absl::InlinedVector<uint8_t, 64> scalars;
 
  private:
+  // Enough for an operator of a few tensors, so that building the key
+  // allocates once.
+  static constexpr size_t kKeyReserve = 192;
+
   void Add(rtd::OpValue value) {
     if (plan_ != nullptr) plan_->push_back(std::move(value));
   }
