@@ -327,7 +327,7 @@ absl::StatusOr<DeviceBuffer> Session::Allocate(uint32_t core, uint64_t bytes) {
   request.set_category(v1::MEMORY_CATEGORY_TENSORS);
   auto response =
       core_->client().Call(&v1::Runtime::Stub::AllocateSegment, request, "AllocateSegment");
-  if (!response.ok()) return response.status();
+  if (!response.ok()) return core_->SessionError(response.status());
   return DeviceBuffer{.segment_id = response->segment_id(),
                       .device_address = response->device_address(),
                       .size = response->size_bytes(),
@@ -338,7 +338,8 @@ absl::Status Session::Free(const DeviceBuffer& buffer) {
   v1::FreeSegmentRequest request;
   request.set_session_id(core_->id());
   request.set_segment_id(buffer.segment_id);
-  return core_->client().Call(&v1::Runtime::Stub::FreeSegment, request, "FreeSegment").status();
+  return core_->SessionError(
+      core_->client().Call(&v1::Runtime::Stub::FreeSegment, request, "FreeSegment").status());
 }
 
 absl::StatusOr<std::shared_ptr<HostBuffer>> Session::AllocateHost(uint64_t bytes) {
@@ -347,7 +348,7 @@ absl::StatusOr<std::shared_ptr<HostBuffer>> Session::AllocateHost(uint64_t bytes
   request.set_size_bytes(bytes);
   auto response = core_->client().Call(&v1::Runtime::Stub::RegisterHostMemory, request,
                                        "RegisterHostMemory");
-  if (!response.ok()) return response.status();
+  if (!response.ok()) return core_->SessionError(response.status());
   absl::StatusOr<internal::ReceivedRegion> region = core_->data_plane().Receive(
       response->region().region_id(), v1::SHARED_REGION_KIND_HOST_MEMORY);
   if (!region.ok()) return region.status();
@@ -370,7 +371,7 @@ absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core, int
   request.set_ring_bytes(core_->ring_bytes());
   auto response =
       core_->client().Call(&v1::Runtime::Stub::CreateStream, request, "CreateStream");
-  if (!response.ok()) return response.status();
+  if (!response.ok()) return core_->SessionError(response.status());
   absl::StatusOr<internal::ReceivedRegion> ring = core_->data_plane().Receive(
       response->ring().region_id(), v1::SHARED_REGION_KIND_COMMAND_RING);
   if (!ring.ok()) return ring.status();
@@ -393,7 +394,7 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
     request.set_content_hash(hash);
     auto found = core_->client().Call(&v1::Runtime::Stub::LookupExecutable, request,
                                       "LookupExecutable");
-    if (!found.ok()) return found.status();
+    if (!found.ok()) return core_->SessionError(found.status());
     if (found->found()) return found->executable_id();
   }
   constexpr size_t kChunkBytes = 1 << 20;
@@ -419,7 +420,10 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
   } while (sent < body.size());
   writer->WritesDone();
   grpc::Status status = writer->Finish();
-  if (!status.ok()) return internal::FromGrpc(status, core_->client().address(), "LoadExecutable");
+  if (!status.ok()) {
+    return core_->SessionError(
+        internal::FromGrpc(status, core_->client().address(), "LoadExecutable"));
+  }
   return response.executable_id();
 }
 
@@ -447,7 +451,7 @@ absl::StatusOr<std::string> Session::CreateCommunicatorId() {
   request.set_session_id(core_->id());
   absl::StatusOr<v1::CreateCommunicatorIdResponse> response = core_->client().Call(
       &v1::Runtime::Stub::CreateCommunicatorId, request, "CreateCommunicatorId");
-  if (!response.ok()) return response.status();
+  if (!response.ok()) return core_->SessionError(response.status());
   return response->communicator_id();
 }
 
@@ -466,7 +470,7 @@ absl::StatusOr<Session::Communicator> Session::InitCommunicator(
   absl::StatusOr<v1::InitCommunicatorResponse> response = core_->client().CallFor(
       join_timeout + absl::Seconds(10), &v1::Runtime::Stub::InitCommunicator, request,
       "InitCommunicator");
-  if (!response.ok()) return response.status();
+  if (!response.ok()) return core_->SessionError(response.status());
   return Communicator{.handle = response->communicator_handle(), .name = response->name()};
 }
 
@@ -521,7 +525,7 @@ absl::Status DrainDaemon(internal::SessionCore& core) {
   while (true) {
     absl::StatusOr<v1::DrainProfileResponse> response =
         core.client().Call(&v1::Runtime::Stub::DrainProfile, request, "DrainProfile");
-    if (!response.ok()) return response.status();
+    if (!response.ok()) return core.SessionError(response.status());
     std::vector<ProfiledCommand> commands;
     commands.reserve(response->commands_size());
     for (const v1::ProfiledCommand& in : response->commands()) {

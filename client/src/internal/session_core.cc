@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "neuron/rtd/nrt_status.h"
 #include "src/internal/futex.h"
@@ -113,6 +114,18 @@ absl::Status SessionCore::CheckAlive() const {
         "neuron-rtd at %s went away: device lost for session %d", client_->address().target, id_));
   }
   return absl::OkStatus();
+}
+
+absl::Status SessionCore::SessionError(absl::Status status) const {
+  if (status.ok()) return status;
+  const absl::Status alive = CheckAlive();
+  if (alive.ok() || alive.message() == status.message()) {
+    if (!alive.ok()) status.SetPayload(kStreamFaultPayload, absl::Cord("1"));
+    return status;
+  }
+  absl::Status fault(alive.code(), absl::StrCat(alive.message(), " (", status.message(), ")"));
+  fault.SetPayload(kStreamFaultPayload, absl::Cord("1"));
+  return fault;
 }
 
 namespace {
@@ -291,11 +304,7 @@ uint64_t StreamState::last_submitted() const { return last_submitted_.load(); }
 absl::Status StreamState::FailureAt(uint64_t value) const {
   // A session the daemon closed (or a daemon gone) fails every stream; say
   // why, not which.
-  auto session_fault = [&] {
-    absl::Status status = session_->CheckAlive();
-    if (!status.ok()) status.SetPayload(kStreamFaultPayload, absl::Cord("1"));
-    return status;
-  };
+  auto session_fault = [&] { return session_->SessionError(session_->CheckAlive()); };
   if (session_->closed_by_daemon()) return session_fault();
   const uint64_t error_sequence = LoadAcquire(slot_->error_sequence);
   if (error_sequence != 0 && error_sequence <= value) {

@@ -43,6 +43,11 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   // OK while the session is usable; ABORTED once the daemon closed it,
   // UNAVAILABLE once the daemon is gone.
   absl::Status CheckAlive() const;
+  // What a failed call made for this session reports: when the daemon has
+  // closed the session or gone, that (a device failure, with
+  // kStreamFaultPayload), followed by the call's own error in parentheses;
+  // otherwise `status`.
+  absl::Status SessionError(absl::Status status) const;
   // The full error of the command that poisoned a stream, fetched from the
   // daemon; carries kStreamFaultPayload.
   absl::Status CommandError(uint64_t stream_id, uint64_t sequence, int32_t nrt_status) const;

@@ -31,6 +31,12 @@ TEST_F(DataPlaneTest, NeuronctlKillEndsTheSessionAndItsClientSeesWhy) {
   if (status.ok()) status = stream->Synchronize();
   EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
   EXPECT_THAT(status.message(), HasSubstr("was closed by neuron-rtd"));
+  // A control call made afterwards says the same, then what the daemon
+  // answered.
+  absl::Status allocated = session->Allocate(0, kMiB).status();
+  EXPECT_EQ(allocated.code(), absl::StatusCode::kAborted) << allocated;
+  EXPECT_THAT(allocated.message(), HasSubstr("was closed by neuron-rtd"));
+  EXPECT_THAT(allocated.message(), HasSubstr("no session"));
   EXPECT_EQ(HbmUsed(), 0u);
   testing::CommandResult again = testing::RunCommand(
       {testing::NeuronctlBinary(), "--address", address(), "kill", std::to_string(session->id())});
