@@ -184,6 +184,8 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
                         : absl::StrFormat("%s.%s", schema.name(), schema.overload_name());
   bool has_tensor_input = false;
   bool has_generator = false;
+  bool writes_in_place = false;
+  bool writes_out_argument = false;
   for (const c10::Argument& argument : schema.arguments()) {
     const ArgKind kind = KindOf(argument.real_type());
     info->kinds.push_back(kind);
@@ -192,6 +194,7 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
                                           argument.real_type()->str());
     }
     const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+    if (written) (argument.kwarg_only() ? writes_out_argument : writes_in_place) = true;
     if ((kind == ArgKind::kTensor || kind == ArgKind::kTensorList ||
          kind == ArgKind::kOptionalTensorList) &&
         !written) {
@@ -221,7 +224,9 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
     info->return_argument.push_back(aliased);
     info->returns_new |= aliased < 0;
   }
-  info->scalars_in_signature = !has_tensor_input;
+  // An in-place operator keeps its tensor's shape whatever its numbers
+  // (fill_, uniform_): they stay per-call immediates.
+  info->scalars_in_signature = !has_tensor_input && !(writes_in_place && !writes_out_argument);
   info->seeds_default_generator =
       !has_generator && op.hasTag(at::Tag::nondeterministic_seeded);
   bool all_new_tensors = !info->is_view && !schema.returns().empty();

@@ -51,8 +51,9 @@ struct OpInfo {
   // a new tensor.
   std::vector<int> return_argument;
   bool returns_new = false;
-  // Every tensor argument is written (out=, factories): scalar values may
-  // decide output shapes (arange.out), so they are part of the signature.
+  // No tensor argument is read (out=, factories) and the operator is not
+  // in-place: scalar values may decide output shapes (arange.out), so they
+  // are part of the signature.
   bool scalars_in_signature = false;
   // Random without a Generator argument (native_dropout).
   bool seeds_default_generator = false;
