@@ -6,6 +6,7 @@ back, and the values against the CPU; calls that need the boxed path (CPU
 scalars, errors) must behave as before."""
 
 import gc
+import subprocess
 import sys
 import weakref
 
@@ -14,7 +15,8 @@ import torch
 
 import torch_neuronx
 
-HOT = ["aten::add.out", "aten::mul.out", "aten::mm.out", "aten::relu_",
+HOT = ["aten::add.Tensor", "aten::add_.Tensor", "aten::add.out", "aten::mul.out", "aten::mm",
+       "aten::mm.out", "aten::relu_",
        "aten::addmm.out", "aten::sum.IntList_out", "aten::native_batch_norm",
        "aten::threshold_backward.grad_input", "aten::_log_softmax.out"]
 
@@ -112,3 +114,56 @@ def test_autograd_through_the_unboxed_kernels():
         logits = torch.relu(inputs @ weight) * 2 - 1
         torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 4]).to(inputs.device)).backward()
     torch.testing.assert_close(w.grad.cpu(), w_cpu.grad)
+
+
+def test_python_numbers_run_as_the_scalar_overload_with_one_executable():
+    x = torch.arange(6, dtype=torch.float32).reshape(2, 3).to("neuron")
+    i = torch.arange(6).reshape(2, 3).to("neuron")
+    x * 2.0
+    before = torch_neuronx._C._op_stats()["executables"]
+    allocations = torch_neuronx.memory_stats()["allocation.all.allocated"]
+    results = [x * 3.0, x * -0.5, x * 7.25]
+    # Another number is the same signature (no new executable), and travels
+    # in the launch: the results are the only device memory allocated.
+    assert torch_neuronx._C._op_stats()["executables"] == before
+    assert torch_neuronx.memory_stats()["allocation.all.allocated"] - allocations == 3
+    for got, factor in zip(results, (3.0, -0.5, 7.25)):
+        torch.testing.assert_close(got.cpu(), x.cpu() * factor)
+    # Promotion as the CPU's: an integer tensor and a float number give the
+    # default float dtype; an integer number keeps the tensor's dtype.
+    cpu_i = i.cpu()
+    for got, expected in ((i + 1.5, cpu_i + 1.5), (i * 2, cpu_i * 2), (i / 2, cpu_i / 2),
+                          (i * True, cpu_i * True), (torch.add(x, 1, alpha=3), x.cpu() + 3),
+                          (x.clone().mul_(0.5), x.cpu() * 0.5),
+                          (x.clone().sub_(1, alpha=2), x.cpu() - 2)):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got.cpu(), expected)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        i.add_(1.5)
+    torch.testing.assert_close(i.cpu(), cpu_i)
+
+
+def test_first_operator_uses_the_cpp_meta_functions():
+    # PyTorch's Python meta kernels import sympy (half a second) on their
+    # first call; the hot operators' C++ meta functions do not.
+    script = (
+        "import sys, torch\n"
+        "x = torch.ones(4, device='neuron')\n"
+        "y = (x + 1) * x - x / 2\n"
+        "z = torch.mm(y.reshape(2, 2), y.reshape(2, 2)).sum(1).cpu()\n"
+        "assert z.tolist() == [9.0, 9.0], z\n"
+        "print('sympy' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            check=True)
+    assert result.stdout.strip() == "False", result.stderr
+
+
+def test_in_place_fills_share_one_executable_whatever_their_value():
+    x = torch.empty(3, 5, device="neuron")
+    x.fill_(1.0)
+    before = torch_neuronx._C._op_stats()["executables"]
+    for value in (2.0, -3.5, 1e6):
+        x.fill_(value)
+        torch.testing.assert_close(x.cpu(), torch.full((3, 5), value))
+    torch.testing.assert_close(torch.full((3, 5), 7.0, device="neuron").cpu(), torch.full((3, 5), 7.0))
+    assert torch_neuronx._C._op_stats()["executables"] == before

@@ -13,45 +13,79 @@
 // A call these kernels cannot launch as it is (a CPU scalar among its
 // arguments, an operator to run on the CPU) takes the boxed path with owned
 // arguments, as an operator without a kernel here does.
+#include <ATen/ScalarOps.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/core/boxing/KernelFunction.h>
+#include <ATen/ops/_log_softmax_backward_data_meta_dispatch.h>
 #include <ATen/ops/_log_softmax_backward_data_ops.h>
+#include <ATen/ops/_log_softmax_meta_dispatch.h>
 #include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_softmax_backward_data_meta_dispatch.h>
 #include <ATen/ops/_softmax_backward_data_ops.h>
+#include <ATen/ops/_softmax_meta_dispatch.h>
 #include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/add_meta_dispatch.h>
 #include <ATen/ops/add_ops.h>
+#include <ATen/ops/addmm_meta_dispatch.h>
 #include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/baddbmm_meta_dispatch.h>
 #include <ATen/ops/baddbmm_ops.h>
+#include <ATen/ops/bmm_meta_dispatch.h>
 #include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/div_meta_dispatch.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/exp_meta_dispatch.h>
 #include <ATen/ops/exp_ops.h>
+#include <ATen/ops/fill_meta_dispatch.h>
 #include <ATen/ops/fill_ops.h>
+#include <ATen/ops/gelu_backward_meta_dispatch.h>
 #include <ATen/ops/gelu_backward_ops.h>
+#include <ATen/ops/gelu_meta_dispatch.h>
 #include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/log_meta_dispatch.h>
 #include <ATen/ops/log_ops.h>
+#include <ATen/ops/max_pool2d_with_indices_backward_meta_dispatch.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_ops.h>
+#include <ATen/ops/mean_meta_dispatch.h>
 #include <ATen/ops/mean_ops.h>
+#include <ATen/ops/mm_meta_dispatch.h>
 #include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mul_meta_dispatch.h>
 #include <ATen/ops/mul_ops.h>
 #include <ATen/ops/native_batch_norm_backward_ops.h>
 #include <ATen/ops/native_batch_norm_ops.h>
 #include <ATen/ops/native_layer_norm_backward_ops.h>
+#include <ATen/ops/neg_meta_dispatch.h>
 #include <ATen/ops/neg_ops.h>
+#include <ATen/ops/nll_loss_backward_meta_dispatch.h>
 #include <ATen/ops/nll_loss_backward_ops.h>
+#include <ATen/ops/pow_meta_dispatch.h>
 #include <ATen/ops/pow_ops.h>
 #include <ATen/ops/relu_ops.h>
+#include <ATen/ops/rsqrt_meta_dispatch.h>
 #include <ATen/ops/rsqrt_ops.h>
 #include <ATen/ops/select_backward_ops.h>
+#include <ATen/ops/sigmoid_backward_meta_dispatch.h>
 #include <ATen/ops/sigmoid_backward_ops.h>
+#include <ATen/ops/sigmoid_meta_dispatch.h>
 #include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/silu_meta_dispatch.h>
 #include <ATen/ops/silu_ops.h>
+#include <ATen/ops/sqrt_meta_dispatch.h>
 #include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/sub_meta_dispatch.h>
 #include <ATen/ops/sub_ops.h>
+#include <ATen/ops/sum_meta_dispatch.h>
 #include <ATen/ops/sum_ops.h>
+#include <ATen/ops/tanh_backward_meta_dispatch.h>
 #include <ATen/ops/tanh_backward_ops.h>
+#include <ATen/ops/tanh_meta_dispatch.h>
 #include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/threshold_backward_meta_dispatch.h>
 #include <ATen/ops/threshold_backward_ops.h>
 #include <ATen/ops/where_ops.h>
+#include <ATen/ops/zero_meta_dispatch.h>
 #include <ATen/ops/zero_ops.h>
 #include <c10/util/MaybeOwned.h>
 #include <torch/library.h>
@@ -66,6 +100,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "csrc/aten/GenericOp.h"
+#include "csrc/aten/internal/MetaTensors.h"
 #include "csrc/aten/internal/OpInfo.h"
 
 namespace torch_neuronx {
@@ -192,47 +227,168 @@ struct Unboxed<Op, Result(Args...)> {
   }
 };
 
-template <class Op>
-void Register(torch::Library& library) {
-  const c10::OperatorHandle op =
-      c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
-  TORCH_INTERNAL_ASSERT(!op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1), Op::name, ".",
-                        Op::overload_name, " already has a PrivateUse1 kernel");
-  std::string name = std::string(Op::name).substr(std::string("aten::").size());
-  if (Op::overload_name[0] != '\0') name += std::string(".") + Op::overload_name;
-  library.impl(name.c_str(), TORCH_FN(Unboxed<Op>::Call));
+// A Python number passed where an operator takes a tensor (`x * 2.0` is
+// mul.Tensor with a CPU "wrapped number") runs as the operator's Scalar
+// overload: the number travels as a launch immediate, instead of a copy to
+// the device per call, and every number shares one executable. The Scalar
+// overload is defined as the Tensor one on the wrapped number, so results and
+// dtypes are the same.
+bool IsWrappedNumber(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.unsafeGetTensorImpl()->is_wrapped_number();
 }
 
-template <class... Ops>
+c10::Scalar NumberOf(const at::Tensor& wrapped) {
+  switch (wrapped.scalar_type()) {
+    case at::kDouble:
+      return *static_cast<const double*>(wrapped.const_data_ptr());
+    case at::kLong:
+      return *static_cast<const int64_t*>(wrapped.const_data_ptr());
+    case at::kBool:
+      return *static_cast<const bool*>(wrapped.const_data_ptr());
+    default:
+      return wrapped.item();
+  }
+}
+
+template <class TensorOp, class ScalarOp, class Signature = typename TensorOp::schema>
+struct WrappedNumberAs;
+
+template <class TensorOp, class ScalarOp, class Result, class Self, class... Rest>
+struct WrappedNumberAs<TensorOp, ScalarOp, Result(Self, const at::Tensor&, Rest...)> {
+  static Result Call(Self self, const at::Tensor& other, Rest... rest) {
+    if (IsWrappedNumber(other)) return Unboxed<ScalarOp>::Call(self, NumberOf(other), rest...);
+    return Unboxed<TensorOp>::Call(self, other, rest...);
+  }
+};
+
+// The C++ meta function of a Scalar overload: the Tensor overload's on the
+// wrapped number, which is how ATen defines the Scalar overload.
+template <class ScalarOp, class TensorOp, typename TensorOp::schema* TensorMeta,
+          class Signature = typename ScalarOp::schema>
+struct WrappedNumberMeta;
+
+template <class ScalarOp, class TensorOp, typename TensorOp::schema* TensorMeta, class Result,
+          class Self, class... Rest>
+struct WrappedNumberMeta<ScalarOp, TensorOp, TensorMeta,
+                         Result(Self, const at::Scalar&, Rest...)> {
+  static Result Call(Self self, const at::Scalar& other, Rest... rest) {
+    return TensorMeta(self, at::native::wrapped_scalar_tensor(other), rest...);
+  }
+};
+
+template <class Op>
+c10::OperatorHandle HandleOf() {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+}
+
+template <class Op, class Function>
+void UseCppMeta(Function* meta) {
+  internal::UseCppMeta(HandleOf<Op>(), c10::KernelFunction::makeFromUnboxedRuntimeFunction(meta));
+}
+
+// Registers `Implementation::Call` as Op's neuron kernel and, when given,
+// ATen's C++ meta function for it (internal::UseCppMeta says why).
+template <class Op, typename Op::schema* Meta = nullptr, class Implementation = Unboxed<Op>>
+struct Kernel {
+  static void Register(torch::Library& library) {
+    const c10::OperatorHandle op = HandleOf<Op>();
+    TORCH_INTERNAL_ASSERT(!op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1), Op::name,
+                          ".", Op::overload_name, " already has a PrivateUse1 kernel");
+    std::string name = std::string(Op::name).substr(std::string("aten::").size());
+    if (Op::overload_name[0] != '\0') name += std::string(".") + Op::overload_name;
+    library.impl(name.c_str(), TORCH_FN(Implementation::Call));
+    if constexpr (Meta != nullptr) UseCppMeta<Op>(Meta);
+  }
+};
+
+// A Tensor-other overload whose Python numbers run as ScalarOp.
+template <class TensorOp, typename TensorOp::schema* Meta, class ScalarOp>
+struct WithNumbersAs {
+  static void Register(torch::Library& library) {
+    Kernel<TensorOp, Meta, WrappedNumberAs<TensorOp, ScalarOp>>::Register(library);
+    UseCppMeta<ScalarOp>(&WrappedNumberMeta<ScalarOp, TensorOp, Meta>::Call);
+  }
+};
+
+template <class... Kernels>
 void RegisterAll(torch::Library& library) {
-  (Register<Ops>(library), ...);
+  (Kernels::Register(library), ...);
 }
 
 }  // namespace
 
 // Chosen from what a transformer's and a ResNet's training steps call
-// (counted with a TorchDispatchMode). Structured operators are registered by
-// their out= overload, which ATen's structured composite calls after its C++
-// meta function: their argument errors keep the CPU's messages (meta
-// inference's Python kernels word them otherwise). Operators with a neuron
-// kernel of their own (Registration.cc, KnownShapes.cc, ...) are not listed,
-// nor those PyTorch gives a PrivateUse1 kernel (functorch's masked_fill).
+// (counted with a TorchDispatchMode), with each structured operator's
+// functional, in-place and out= overloads. Operators with a neuron kernel of
+// their own (Registration.cc, KnownShapes.cc, ...) are not listed, nor those
+// PyTorch gives a PrivateUse1 kernel (functorch's masked_fill).
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   namespace ops = at::_ops;
-  RegisterAll<ops::add_out, ops::sub_out, ops::mul_out, ops::div_out, ops::neg_out, ops::exp_out,
-              ops::log_out, ops::sqrt_out, ops::rsqrt_out, ops::tanh_out, ops::sigmoid_out,
-              ops::gelu_out, ops::gelu_backward_grad_input, ops::silu_out,
-              ops::threshold_backward_grad_input, ops::sigmoid_backward_grad_input,
-              ops::tanh_backward_grad_input, ops::pow_Tensor_Scalar_out>(m);
-  RegisterAll<ops::mm_out, ops::bmm_out, ops::addmm_out, ops::baddbmm_out, ops::sum_IntList_out,
-              ops::mean_out, ops::_softmax_out, ops::_log_softmax_out,
-              ops::_softmax_backward_data_out, ops::_log_softmax_backward_data_out,
-              ops::nll_loss_backward_grad_input,
-              ops::max_pool2d_with_indices_backward_grad_input>(m);
-  RegisterAll<ops::relu, ops::relu_, ops::where_self, ops::fill__Scalar, ops::zero_,
-              ops::native_batch_norm, ops::native_batch_norm_backward,
-              ops::native_layer_norm_backward, ops::embedding_dense_backward,
-              ops::select_backward>(m);
+  namespace meta = at::meta;
+  RegisterAll<WithNumbersAs<ops::add_Tensor, meta::add, ops::add_Scalar>,
+              WithNumbersAs<ops::add__Tensor, meta::add_, ops::add__Scalar>,
+              Kernel<ops::add_out, meta::add_outf>,
+              WithNumbersAs<ops::sub_Tensor, meta::sub, ops::sub_Scalar>,
+              WithNumbersAs<ops::sub__Tensor, meta::sub_, ops::sub__Scalar>,
+              Kernel<ops::sub_out, meta::sub_outf>,
+              WithNumbersAs<ops::mul_Tensor, meta::mul, ops::mul_Scalar>,
+              WithNumbersAs<ops::mul__Tensor, meta::mul_, ops::mul__Scalar>,
+              Kernel<ops::mul_out, meta::mul_outf>,
+              WithNumbersAs<ops::div_Tensor, meta::div, ops::div_Scalar>,
+              WithNumbersAs<ops::div__Tensor, meta::div_, ops::div__Scalar>,
+              Kernel<ops::div_out, meta::div_outf>>(m);
+  RegisterAll<Kernel<ops::neg, meta::neg>, Kernel<ops::neg_, meta::neg_>,
+              Kernel<ops::neg_out, meta::neg_outf>, Kernel<ops::exp, meta::exp>,
+              Kernel<ops::exp_, meta::exp_>, Kernel<ops::exp_out, meta::exp_outf>,
+              Kernel<ops::log, meta::log>, Kernel<ops::log_, meta::log_>,
+              Kernel<ops::log_out, meta::log_outf>, Kernel<ops::sqrt, meta::sqrt>,
+              Kernel<ops::sqrt_, meta::sqrt_>, Kernel<ops::sqrt_out, meta::sqrt_outf>,
+              Kernel<ops::rsqrt, meta::rsqrt>, Kernel<ops::rsqrt_, meta::rsqrt_>,
+              Kernel<ops::rsqrt_out, meta::rsqrt_outf>, Kernel<ops::tanh, meta::tanh>,
+              Kernel<ops::tanh_, meta::tanh_>, Kernel<ops::tanh_out, meta::tanh_outf>,
+              Kernel<ops::sigmoid, meta::sigmoid>, Kernel<ops::sigmoid_, meta::sigmoid_>,
+              Kernel<ops::sigmoid_out, meta::sigmoid_outf>, Kernel<ops::gelu, meta::gelu>,
+              Kernel<ops::gelu_, meta::gelu_>, Kernel<ops::gelu_out, meta::gelu_outf>,
+              Kernel<ops::silu, meta::silu>, Kernel<ops::silu_, meta::silu_>,
+              Kernel<ops::silu_out, meta::silu_outf>,
+              Kernel<ops::pow_Tensor_Scalar, meta::pow>, Kernel<ops::pow__Scalar, meta::pow_>,
+              Kernel<ops::pow_Tensor_Scalar_out, meta::pow_outf>>(m);
+  RegisterAll<Kernel<ops::gelu_backward, meta::gelu_backward>,
+              Kernel<ops::gelu_backward_grad_input, meta::gelu_backward_outf>,
+              Kernel<ops::threshold_backward, meta::threshold_backward>,
+              Kernel<ops::threshold_backward_grad_input, meta::threshold_backward_outf>,
+              Kernel<ops::sigmoid_backward, meta::sigmoid_backward>,
+              Kernel<ops::sigmoid_backward_grad_input, meta::sigmoid_backward_outf>,
+              Kernel<ops::tanh_backward, meta::tanh_backward>,
+              Kernel<ops::tanh_backward_grad_input, meta::tanh_backward_outf>,
+              Kernel<ops::nll_loss_backward, meta::nll_loss_backward_symint>,
+              Kernel<ops::nll_loss_backward_grad_input, meta::nll_loss_backward_symint_outf>,
+              Kernel<ops::max_pool2d_with_indices_backward,
+                     meta::max_pool2d_with_indices_backward>,
+              Kernel<ops::max_pool2d_with_indices_backward_grad_input,
+                     meta::max_pool2d_with_indices_backward_outf>>(m);
+  RegisterAll<Kernel<ops::mm, meta::mm>, Kernel<ops::mm_out, meta::mm_outf>,
+              Kernel<ops::bmm, meta::bmm>, Kernel<ops::bmm_out, meta::bmm_outf>,
+              Kernel<ops::addmm, meta::addmm>, Kernel<ops::addmm_, meta::addmm_>,
+              Kernel<ops::addmm_out, meta::addmm_outf>, Kernel<ops::baddbmm, meta::baddbmm>,
+              Kernel<ops::baddbmm_, meta::baddbmm_>,
+              Kernel<ops::baddbmm_out, meta::baddbmm_outf>,
+              Kernel<ops::sum_dim_IntList, meta::sum>,
+              Kernel<ops::sum_IntList_out, meta::sum_outf>, Kernel<ops::mean_dim, meta::mean>,
+              Kernel<ops::mean_out, meta::mean_outf>, Kernel<ops::_softmax, meta::_softmax>,
+              Kernel<ops::_softmax_out, meta::_softmax_outf>,
+              Kernel<ops::_log_softmax, meta::_log_softmax>,
+              Kernel<ops::_log_softmax_out, meta::_log_softmax_outf>,
+              Kernel<ops::_softmax_backward_data, meta::_softmax_backward_data>,
+              Kernel<ops::_softmax_backward_data_out, meta::_softmax_backward_data_outf>,
+              Kernel<ops::_log_softmax_backward_data, meta::_log_softmax_backward_data>,
+              Kernel<ops::_log_softmax_backward_data_out,
+                     meta::_log_softmax_backward_data_outf>>(m);
+  RegisterAll<Kernel<ops::relu>, Kernel<ops::relu_>, Kernel<ops::where_self>,
+              Kernel<ops::fill__Scalar, meta::fill_>, Kernel<ops::zero_, meta::zero_>,
+              Kernel<ops::native_batch_norm>, Kernel<ops::native_batch_norm_backward>,
+              Kernel<ops::native_layer_norm_backward>, Kernel<ops::embedding_dense_backward>,
+              Kernel<ops::select_backward>>(m);
 }
 
 }  // namespace torch_neuronx

@@ -3,10 +3,33 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
+#include <functional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
 namespace torch_neuronx::internal {
 namespace {
 
 using torch::jit::Stack;
+
+absl::Mutex cpp_meta_mutex(absl::kConstInit);
+
+using CppMetaMap =
+    absl::flat_hash_map<c10::OperatorName, c10::KernelFunction, std::hash<c10::OperatorName>>;
+CppMetaMap& CppMetaKernels() ABSL_EXCLUSIVE_LOCKS_REQUIRED(cpp_meta_mutex) {
+  static auto* kernels = new CppMetaMap();
+  return *kernels;
+}
+
+std::optional<c10::KernelFunction> CppMetaFor(const c10::OperatorHandle& op) {
+  absl::ReaderMutexLock lock(&cpp_meta_mutex);
+  auto it = CppMetaKernels().find(op.operator_name());
+  if (it == CppMetaKernels().end()) return std::nullopt;
+  return it->second;
+}
 
 at::Tensor ToMeta(const at::Tensor& tensor, bool keep_offset) {
   const at::TensorOptions options = tensor.options().device(c10::kMeta);
@@ -62,7 +85,16 @@ Stack ToMetaStack(const Stack& arguments, bool keep_offset) {
   return meta;
 }
 
+void UseCppMeta(const c10::OperatorHandle& op, c10::KernelFunction meta) {
+  absl::MutexLock lock(&cpp_meta_mutex);
+  CppMetaKernels().insert_or_assign(op.operator_name(), std::move(meta));
+}
+
 MetaOutcome RunMeta(const c10::OperatorHandle& op, Stack& meta) {
+  if (std::optional<c10::KernelFunction> kernel = CppMetaFor(op)) {
+    kernel->callBoxed(op, c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+    return MetaOutcome::kOk;
+  }
   try {
     op.callBoxed(meta);
   } catch (const c10::NotImplementedError&) {

@@ -5,6 +5,7 @@
 #define TORCH_NEURONX_CSRC_ATEN_INTERNAL_META_TENSORS_H_
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/boxing/KernelFunction.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <c10/util/Exception.h>
@@ -27,6 +28,16 @@ enum class MetaOutcome { kOk, kNoMetaKernel };
 // dtypes) propagate to the caller: they are the user's errors, raised at the
 // call as on the CPU.
 MetaOutcome RunMeta(const c10::OperatorHandle& op, torch::jit::Stack& meta);
+
+// Makes RunMeta call `meta` for `op` instead of dispatching to the Meta key.
+// For operators whose ATen C++ meta function torch._meta_registrations hides
+// behind a Python one (most structured operators): the C++ one is the code
+// the CPU kernel checks its arguments with (the CPU's error messages), costs
+// microseconds instead of a Python call, and does not import sympy (half a
+// second) on a process's first call. `meta` takes the operator's arguments
+// on meta tensors, as the dispatcher would. Thread-safe; for registration
+// time.
+void UseCppMeta(const c10::OperatorHandle& op, c10::KernelFunction meta);
 
 }  // namespace torch_neuronx::internal
 
