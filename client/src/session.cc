@@ -342,6 +342,15 @@ absl::Status Session::Free(const DeviceBuffer& buffer) {
       core_->client().Call(&v1::Runtime::Stub::FreeSegment, request, "FreeSegment").status());
 }
 
+absl::Status Session::SetMemoryCap(uint32_t core, std::optional<uint64_t> cap_bytes) {
+  v1::SetMemoryCapRequest request;
+  request.set_session_id(core_->id());
+  request.set_core(core);
+  if (cap_bytes.has_value()) request.set_cap_bytes(*cap_bytes);
+  return core_->SessionError(
+      core_->client().Call(&v1::Runtime::Stub::SetMemoryCap, request, "SetMemoryCap").status());
+}
+
 absl::StatusOr<std::shared_ptr<HostBuffer>> Session::AllocateHost(uint64_t bytes) {
   v1::RegisterHostMemoryRequest request;
   request.set_session_id(core_->id());

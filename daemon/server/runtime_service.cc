@@ -1,5 +1,7 @@
 #include "daemon/server/runtime_service.h"
 
+#include <optional>
+
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -129,6 +131,16 @@ grpc::Status RuntimeService::FreeSegment(grpc::ServerContext* context,
   auto session = CallerSession(context, request->session_id());
   if (!session.ok()) return ToGrpc(session.status());
   return ToGrpc((*session)->FreeSegment(request->segment_id()));
+}
+
+grpc::Status RuntimeService::SetMemoryCap(grpc::ServerContext* context,
+                                          const v1::SetMemoryCapRequest* request,
+                                          v1::SetMemoryCapResponse*) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  const std::optional<uint64_t> cap =
+      request->has_cap_bytes() ? std::optional<uint64_t>(request->cap_bytes()) : std::nullopt;
+  return ToGrpc((*session)->SetMemoryCap(request->core(), cap));
 }
 
 grpc::Status RuntimeService::CreateStream(grpc::ServerContext* context,

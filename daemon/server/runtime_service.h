@@ -82,6 +82,8 @@ class RuntimeService final : public v1::Runtime::Service {
   grpc::Status GetStreamErrors(grpc::ServerContext* context,
                                const v1::GetStreamErrorsRequest* request,
                                v1::GetStreamErrorsResponse* response) override;
+  grpc::Status SetMemoryCap(grpc::ServerContext* context, const v1::SetMemoryCapRequest* request,
+                            v1::SetMemoryCapResponse* response) override;
   grpc::Status SetProfiling(grpc::ServerContext* context, const v1::SetProfilingRequest* request,
                             v1::SetProfilingResponse* response) override;
   grpc::Status DrainProfile(grpc::ServerContext* context, const v1::DrainProfileRequest* request,

@@ -179,6 +179,8 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
   if (absl::Status status = CheckCore(core); !status.ok()) return status;
   absl::StatusOr<hal::Device*> device = scheduler_.DeviceOfCore(core);
   if (!device.ok()) return device.status();
+  if (absl::Status status = memory_caps_.Reserve(core, size); !status.ok()) return status;
+  absl::Cleanup uncap = [&] { memory_caps_.Release(core, size); };
   if (limits_.max_hbm_bytes != 0) {
     // Reserved before allocating, so that concurrent allocations cannot
     // together exceed the quota.
@@ -201,9 +203,11 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
   {
     absl::MutexLock lock(&mutex_);
     segments_.Insert(*segment);
+    segment_cores_[(*segment)->id()] = {core, size};
     hbm_reserved_ -= limits_.max_hbm_bytes == 0 ? 0 : size;
   }
   std::move(unreserve).Cancel();
+  std::move(uncap).Cancel();
   if (closed()) segments_.TakeAll();
   return segment;
 }
@@ -211,7 +215,20 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
 absl::Status Session::FreeSegment(uint64_t segment_id) {
   if (absl::Status status = CheckOpen(); !status.ok()) return status;
   absl::StatusOr<memory::SegmentRef> removed = segments_.Remove(segment_id);
-  return removed.status();
+  if (!removed.ok()) return removed.status();
+  absl::MutexLock lock(&mutex_);
+  if (auto it = segment_cores_.find(segment_id); it != segment_cores_.end()) {
+    memory_caps_.Release(it->second.first, it->second.second);
+    segment_cores_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Session::SetMemoryCap(uint32_t core, std::optional<uint64_t> cap_bytes) {
+  if (absl::Status status = CheckOpen(); !status.ok()) return status;
+  if (absl::Status status = CheckCore(core); !status.ok()) return status;
+  memory_caps_.Set(core, cap_bytes);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StreamRegion> Session::CreateStream(uint32_t core, uint64_t ring_bytes,

@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "daemon/queue/execution_context.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/queue/stream.h"
+#include "daemon/session/memory_caps.h"
 #include "daemon/session/profile_buffer.h"
 #include "daemon/memory/shared_region.h"
 
@@ -97,6 +99,9 @@ class Session final : public queue::ExecutionContext,
 
   absl::StatusOr<memory::SegmentRef> AllocateSegment(uint32_t core, uint64_t size);
   absl::Status FreeSegment(uint64_t segment_id);
+  // Caps what the session may hold in segments of `core` (nullopt: no cap); see
+  // MemoryCaps.
+  absl::Status SetMemoryCap(uint32_t core, std::optional<uint64_t> cap_bytes);
   // Creates a stream on `core` whose ring holds `ring_bytes` (rounded up to a
   // power of two), sends its ring to the client and starts serving it.
   // `priority` is clamped to the core's range of stream priorities.
@@ -174,6 +179,7 @@ class Session final : public queue::ExecutionContext,
   memory::MemoryManager& memory_;
 
   memory::SegmentTable segments_;
+  MemoryCaps memory_caps_{id_};
   ProfileBuffer profile_{kProfileCapacity};
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> commands_completed_{0};
@@ -199,6 +205,8 @@ class Session final : public queue::ExecutionContext,
   uint64_t host_memory_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   // HBM admitted against the quota and not yet in segments_.
   uint64_t hbm_reserved_ ABSL_GUARDED_BY(mutex_) = 0;
+  // The core and size each segment counts against in memory_caps_.
+  std::map<uint64_t, std::pair<uint32_t, uint64_t>> segment_cores_ ABSL_GUARDED_BY(mutex_);
   std::deque<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
   // Apart from mutex_ (a stream may be let go while it is held). At most
   // kMaxRetiredTimelines, the oldest streams forgotten first.

@@ -133,6 +133,7 @@ class Harness {
         Unary("ListCommunicators", admin_.get(), &v1::Admin::Stub::ListCommunicators),
         Unary("SetProfiling", runtime_.get(), &v1::Runtime::Stub::SetProfiling),
         Unary("DrainProfile", runtime_.get(), &v1::Runtime::Stub::DrainProfile),
+        Unary("SetMemoryCap", runtime_.get(), &v1::Runtime::Stub::SetMemoryCap),
     };
   }
 

@@ -69,3 +69,30 @@ def test_record_stream_defers_reuse_until_the_other_stream_is_done():
     w = torch.empty(1 << 18, device="neuron")
     assert address in (z.data_ptr(), w.data_ptr())  # reusable once it finished
     del busy
+
+
+def test_per_process_memory_fraction_is_enforced_by_the_daemon():
+    total = torch.neuron.mem_get_info()[1]
+    assert torch.neuron.get_per_process_memory_fraction() == 1.0
+    kept = torch.ones(1024, device="neuron")
+    try:
+        torch.neuron.set_per_process_memory_fraction(0.01)
+        assert torch.neuron.get_per_process_memory_fraction() == 0.01
+        within = torch.empty(int(total * 0.005) // 4, device="neuron")
+        with pytest.raises(torch.OutOfMemoryError, match="memory cap on core"):
+            torch.empty(int(total * 0.02) // 4, device="neuron")
+        # The process goes on, its tensors intact.
+        within.fill_(2.0)
+        assert within[:3].tolist() == [2.0, 2.0, 2.0] and kept.sum().item() == 1024
+        del within
+        torch.neuron.empty_cache()
+        # 1.0 removes the cap.
+        torch.neuron.set_per_process_memory_fraction(1.0)
+        big = torch.empty(int(total * 0.02) // 4, device="neuron")
+        assert big.numel() > 0
+    finally:
+        torch.neuron.set_per_process_memory_fraction(1.0)
+    with pytest.raises(TypeError, match="must be `float`"):
+        torch.neuron.set_per_process_memory_fraction(1)
+    with pytest.raises(ValueError, match="Invalid fraction value: 1.5"):
+        torch.neuron.set_per_process_memory_fraction(1.5)

@@ -346,6 +346,35 @@ def mem_get_info(device=None):
     return tuple(_C._memory_info(_index(device)))
 
 
+# Per device index: the fraction set_per_process_memory_fraction last set.
+_memory_fractions = {}
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Caps the device memory this process may hold on the device at
+    ``fraction`` (0 to 1) of its HBM (``get_device_properties().total_memory``),
+    as ``torch.cuda.set_per_process_memory_fraction``. neuron-rtd enforces the
+    cap on the memory the caching allocator reserves: an allocation past it
+    raises ``torch.OutOfMemoryError`` once the allocator has given back what
+    it caches. 1.0 removes the cap; the daemon's own per-session quota
+    applies either way."""
+    _open()
+    index = _index(device)
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    total = mem_get_info(index)[1]
+    _C._set_memory_cap(index, None if fraction == 1.0 else int(fraction * total))
+    _memory_fractions[index] = fraction
+
+
+def get_per_process_memory_fraction(device=None):
+    """The fraction set_per_process_memory_fraction set (1.0 when none was)."""
+    _open()
+    return _memory_fractions.get(_index(device), 1.0)
+
+
 def empty_cache():
     """Returns cached, unused device memory to neuron-rtd."""
     if _C._is_initialized():

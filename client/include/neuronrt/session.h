@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -181,6 +182,10 @@ class Session {
 
   absl::StatusOr<DeviceBuffer> Allocate(uint32_t core, uint64_t bytes);
   absl::Status Free(const DeviceBuffer& buffer);
+  // Caps the device memory this session may hold in segments of `core`
+  // (nullopt: no cap), enforced by the daemon beside its own quota: Allocate
+  // beyond it fails with RESOURCE_EXHAUSTED.
+  absl::Status SetMemoryCap(uint32_t core, std::optional<uint64_t> cap_bytes);
   absl::StatusOr<std::shared_ptr<HostBuffer>> AllocateHost(uint64_t bytes);
   // `priority` as CUDA's (lower runs first, 0 the default and lowest,
   // DeviceInfo::stream_priority_levels levels); the daemon clamps it.

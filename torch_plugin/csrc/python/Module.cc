@@ -5,9 +5,12 @@
 #include <torch/extension.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "csrc/aten/GenericOp.h"
 #include "csrc/python/CompiledGraphBindings.h"
 #include "csrc/python/DistributedBindings.h"
@@ -204,6 +207,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("_memory_info", [](int device) {
     CheckDevice(device);
     return NeuronAllocator().getMemoryInfo(device);
+  });
+  // The daemon's cap on what this process may hold on `device` (None: no
+  // cap); set_per_process_memory_fraction.
+  m.def("_set_memory_cap", [](int device, std::optional<uint64_t> cap_bytes) {
+    CheckDevice(device);
+    Runtime& runtime = GetRuntime();
+    ThrowIfError(runtime.session().SetMemoryCap(runtime.core(device), cap_bytes),
+                 absl::StrFormat("capping neuron:%d's memory", device));
   });
   m.def("_empty_cache", [] { NeuronAllocator().emptyCache(); });
   m.def("_reset_peak_memory_stats", [](int device) {
