@@ -44,10 +44,14 @@ APT_PACKAGES=(
 PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
 # Test-only Python packages (the model suite, Hugging Face Transformers and
 # Accelerate; pyarrow for the profiler's Parquet metrics, the `profiling`
-# extra), pinned. torchvision and timm go in without their dependencies,
-# which would replace the CPU torch with PyPI's CUDA build.
+# extra; TorchTitan and what it imports, triton included: its MoE kernels
+# import triton unconditionally, which a CUDA torch would have brought),
+# pinned. torchvision and timm go in without their dependencies, which would
+# replace the CPU torch with PyPI's CUDA build.
 TEST_PYTHON_PACKAGES=(pillow==13.0.0 PyYAML==6.0.4 huggingface_hub==2.4.0 safetensors==0.8.0
-                      pyarrow==26.0.1 transformers==5.24.0 accelerate==1.16.0 expecttest==0.3.0)
+                      pyarrow==26.0.1 transformers==5.24.0 accelerate==1.16.0 expecttest==0.3.0
+                      torchtitan==0.2.2 torchdata==0.11.0 datasets==5.2.0 tokenizers==0.23.3
+                      tyro==1.0.17 tensorboard==2.21.0 einops==0.8.2 tomli==2.5.0 triton==3.9.0)
 TEST_PYTHON_PACKAGES_NO_DEPS=(torchvision==0.28.0 timm==1.0.31)
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }

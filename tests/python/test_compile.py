@@ -140,6 +140,33 @@ def test_random_operators_repeat_under_manual_seed():
     assert 0.3 < (first == 0).float().mean().item() < 0.7
 
 
+def test_a_checkpointed_random_operator_recomputes_the_same_numbers():
+    # Selective activation checkpointing (TorchTitan's default) recomputes
+    # the dropout in backward from the generator state saved in forward.
+    import functools
+
+    from torch.utils.checkpoint import (CheckpointPolicy, checkpoint,
+                                        create_selective_checkpoint_contexts)
+
+    def recompute_all(ctx, op, *args, **kwargs):
+        return CheckpointPolicy.PREFER_RECOMPUTE
+
+    def block(x, w):
+        return nn.functional.dropout(torch.sin(x * w), p=0.5, training=True)
+
+    def function(x, w):
+        return checkpoint(block, x, w, use_reentrant=False, context_fn=functools.partial(
+            create_selective_checkpoint_contexts, recompute_all))
+
+    x = torch.randn(64, 64, device="neuron", requires_grad=True)
+    w = torch.randn(64, 64, device="neuron")
+    y = torch.compile(function, backend="neuron")(x, w)
+    y.backward(torch.ones_like(y))
+    kept = y != 0
+    assert 0.3 < kept.float().mean().item() < 0.7
+    torch.testing.assert_close(x.grad, torch.cos(x * w) * w * 2 * kept)
+
+
 def test_graphs_that_mix_cpu_and_device_tensors_run_their_cpu_part_on_the_client():
     def function(x, bias):
         return (x * 2).cpu() + bias, x.sin()

@@ -27,9 +27,11 @@ _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-c
 def _compiler(role):
     from torch_neuronx._dynamo._lowering import Unsupported, lower
     from torch_neuronx._dynamo._partition import partition
+    from torch_neuronx._dynamo._rng_state import rewrite
 
     def compile_graph(gm, example_inputs):
         name = f"{role}_{next(_graph_numbers)}"
+        rewrite(gm)
         nodes = sum(1 for node in gm.graph.nodes if node.op == "call_function")
         try:
             compiled = lower(gm, example_inputs, name)

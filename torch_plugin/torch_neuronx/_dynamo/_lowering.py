@@ -230,7 +230,7 @@ def node_unsupported(node):
         return None
     target = node.target
     if not isinstance(target, torch._ops.OpOverload):
-        return f"{target} is not an ATen operator"
+        return f"{getattr(target, '__name__', target)} is not an ATen operator"
     if target.namespace not in _NAMESPACES:
         return f"{target} belongs to library '{target.namespace}'"
     try:
