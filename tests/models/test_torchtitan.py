@@ -69,3 +69,20 @@ def test_ddp_and_fsdp2_over_two_processes_as_ddp_on_cpu(job):
     _, neuron_fsdp = titan_job.train(*job, "neuron", *STEPS, *ONE_SAMPLE, ranks=2)
     assert_same_steps(neuron_ddp, cpu_ddp)
     assert_same_steps(neuron_fsdp, cpu_ddp, norms=False)
+
+
+def test_memory_snapshots_for_pytorchs_visualiser(job):
+    import pickle
+
+    from torch.cuda import _memory_viz
+
+    job_dir, seed = job
+    titan_job.train(job_dir, seed, "neuron", "--training.steps", "2",
+                    "--profiling.enable_memory_snapshot", "--profiling.profile_freq", "2")
+    path = job_dir / "outputs" / "memory_snapshot" / "iteration_2" / "rank0_memory_snapshot.pickle"
+    with open(path, "rb") as file:
+        snapshot = pickle.load(file)
+    assert "total_allocated" in _memory_viz.segsum(snapshot)
+    files = {frame["filename"] for entry in snapshot["device_traces"][0]
+             for frame in entry["frames"]}
+    assert any("torchtitan/models/llama3" in name for name in files)

@@ -131,6 +131,7 @@ def _register():
     _C._set_daemon_binary(_daemon_binary(), _sys.executable or "")
     _torch.utils.rename_privateuse1_backend("neuron")
     _torch._register_device_module("neuron", _device)
+    _sys.modules["torch.neuron.memory"] = _device.memory
     _torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )

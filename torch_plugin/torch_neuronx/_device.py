@@ -454,3 +454,9 @@ def is_autocast_enabled():
 
 def get_autocast_dtype():
     return torch.get_autocast_dtype("neuron")
+
+
+# torch.neuron.memory, as torch.cuda.memory; last, since it imports the
+# functions above.
+from torch_neuronx import memory  # noqa: E402
+from torch_neuronx.memory import memory_snapshot  # noqa: E402,F401

@@ -14,6 +14,7 @@
 #include "csrc/aten/GenericOp.h"
 #include "csrc/python/CompiledGraphBindings.h"
 #include "csrc/python/DistributedBindings.h"
+#include "csrc/python/MemoryHistoryBindings.h"
 #include "csrc/python/ProfilerBindings.h"
 #include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
@@ -228,6 +229,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_manual_seed_all", [](uint64_t seed) { ManualSeedAll(seed); });
   BindCompiledGraph(m);
   BindDistributed(m);
+  BindMemoryHistory(m);
   BindProfiler(m);
   m.def("_default_generator", [](int device) {
     return py::reinterpret_steal<py::object>(

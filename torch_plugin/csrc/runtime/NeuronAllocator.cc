@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -38,10 +39,14 @@ std::string Bytes(uint64_t bytes) {
   return absl::StrFormat("%d bytes", bytes);
 }
 
+struct Block;
+
 struct Segment {
   neuronrt::DeviceBuffer buffer;
   bool small = false;
   c10::StreamId stream = 0;
+  Block* head = nullptr;  // the block at the segment's base address
+  std::shared_ptr<c10::GatheredContext> context;  // stack of its allocation
 };
 
 // A piece of a segment. Free blocks of a device sit in its pools, ordered by
@@ -60,6 +65,9 @@ struct Block {
   std::vector<c10::Stream> stream_uses;
   // Events still to complete before the block may be reused.
   int pending_events = 0;
+  // Stacks of the allocation and of the free (memory history).
+  std::shared_ptr<c10::GatheredContext> context;
+  std::shared_ptr<c10::GatheredContext> free_context;
 
   c10::StreamId stream() const { return segment->stream; }
   bool small() const { return segment->small; }
@@ -132,7 +140,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     if (bytes == 0) return c10::DataPtr(nullptr, nullptr, &DeleteNothing, where);
     const c10::Stream stream = CurrentStream(device);
     Totals totals;
-    Block* block = Malloc(device, stream.id(), bytes, totals);
+    Block* block = Malloc(device, stream.id(), bytes, totals, history_.GatherForAlloc());
     if (c10::memoryProfilingEnabled()) {
       ReportToProfiler(block->address, static_cast<int64_t>(block->size), totals, device);
     }
@@ -214,6 +222,25 @@ class CachingAllocator final : public c10::DeviceAllocator {
     return std::nullopt;
   }
 
+  void ConfigureHistory(const HistoryOptions& options, StackGatherer gatherer) {
+    history_.Configure(options, std::move(gatherer));
+  }
+
+  MemorySnapshot Snapshot() {
+    MemorySnapshot snapshot;
+    absl::MutexLock lock(&mutex_);
+    for (size_t device = 0; device < devices_.size(); ++device) {
+      if (devices_[device] == nullptr) continue;
+      for (const auto& [address, segment] : devices_[device]->segments) {
+        snapshot.segments.push_back(SnapshotOf(static_cast<c10::DeviceIndex>(device), *segment));
+      }
+      history_.Record(TraceEntry{.action = TraceAction::kSnapshot,
+                                 .device = static_cast<c10::DeviceIndex>(device)});
+    }
+    snapshot.device_traces = history_.Traces(devices_.size());
+    return snapshot;
+  }
+
  private:
   static void DeleteNothing(void* /*context*/) {}
   static void DeleteBlock(void* context);
@@ -239,18 +266,26 @@ class CachingAllocator final : public c10::DeviceAllocator {
     return {0, 0};
   }
 
-  // `totals`: the device's after the allocation.
-  Block* Malloc(c10::DeviceIndex device, c10::StreamId stream, size_t requested, Totals& totals) {
+  // `totals`: the device's after the allocation; `context`: the caller's
+  // stack when the memory history keeps one.
+  Block* Malloc(c10::DeviceIndex device, c10::StreamId stream, size_t requested, Totals& totals,
+                std::shared_ptr<c10::GatheredContext> context) {
     const size_t size = RoundUp(requested, kMinBlockBytes);
     const bool small = size <= kSmallRequestBytes;
     absl::MutexLock lock(&mutex_);
     DeviceState& state = State(device);
     ProcessPending(state);
     Block* block = FindFree(state, stream, size, small);
-    if (block == nullptr) block = NewSegment(state, device, stream, size, small, requested);
+    if (block == nullptr) {
+      block = NewSegment(state, device, stream, size, small, requested, context);
+    }
     block = Split(state, block, size);
     block->allocated = true;
     block->requested = requested;
+    history_.Record(TraceEntry{.action = TraceAction::kAlloc, .device = device,
+                               .address = block->address, .size = block->size,
+                               .stream = stream, .context = context});
+    block->context = std::move(context);
     Update(state.stats, &DeviceStats::allocation, small, 1);
     Update(state.stats, &DeviceStats::active, small, 1);
     Update(state.stats, &DeviceStats::allocated_bytes, small, static_cast<int64_t>(block->size));
@@ -273,7 +308,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
   Block* NewSegment(DeviceState& state, c10::DeviceIndex device, c10::StreamId stream,
-                    size_t size, bool small, size_t requested)
+                    size_t size, bool small, size_t requested,
+                    const std::shared_ptr<c10::GatheredContext>& context)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     const size_t segment_bytes = small                       ? kSmallSegmentBytes
                                  : size < kMidRequestBytes ? kLargeSegmentBytes
@@ -294,6 +330,10 @@ class CachingAllocator final : public c10::DeviceAllocator {
         ++state.stats.num_ooms;
         const auto [total, used] = DeviceMemory(device);
         const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
+        history_.Record(TraceEntry{.action = TraceAction::kOom, .device = device,
+                                   .size = requested, .stream = stream,
+                                   .device_free = total - std::min(total, used),
+                                   .context = context});
         if (c10::memoryProfilingEnabled()) {
           const Totals totals = TotalsOf(state.stats);
           c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested), totals.allocated,
@@ -315,12 +355,16 @@ class CachingAllocator final : public c10::DeviceAllocator {
                                                     Bytes(segment_bytes), device));
     }
     auto segment = std::make_unique<Segment>(
-        Segment{.buffer = *buffer, .small = small, .stream = stream});
+        Segment{.buffer = *buffer, .small = small, .stream = stream, .context = context});
     auto* block = new Block{.device = device,
                             .segment = segment.get(),
                             .address = buffer->device_address,
                             .size = segment_bytes};
+    segment->head = block;
     state.segments.emplace(buffer->device_address, std::move(segment));
+    history_.Record(TraceEntry{.action = TraceAction::kSegmentAlloc, .device = device,
+                               .address = buffer->device_address, .size = segment_bytes,
+                               .stream = stream, .context = context});
     ++state.stats.num_device_alloc;
     Update(state.stats, &DeviceStats::segment, small, 1);
     Update(state.stats, &DeviceStats::reserved_bytes, small, static_cast<int64_t>(segment_bytes));
@@ -353,19 +397,25 @@ class CachingAllocator final : public c10::DeviceAllocator {
     const uint64_t address = block->address;
     const int64_t size = static_cast<int64_t>(block->size);
     const c10::DeviceIndex device = block->device;
+    std::shared_ptr<c10::GatheredContext> context = history_.GatherForFree();
     Totals totals;
     {
       absl::MutexLock lock(&mutex_);
-      totals = FreeLocked(block);
+      totals = FreeLocked(block, std::move(context));
     }
     if (c10::memoryProfilingEnabled()) ReportToProfiler(address, -size, totals, device);
   }
 
  private:
   // Frees `block`; returns its device's totals after.
-  Totals FreeLocked(Block* block) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+  Totals FreeLocked(Block* block, std::shared_ptr<c10::GatheredContext> context)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     DeviceState& state = State(block->device);
     const bool small = block->small();
+    history_.Record(TraceEntry{.action = TraceAction::kFreeRequested, .device = block->device,
+                               .address = block->address, .size = block->size,
+                               .stream = block->stream(), .context = context});
+    block->free_context = std::move(context);
     Update(state.stats, &DeviceStats::allocation, small, -1);
     Update(state.stats, &DeviceStats::allocated_bytes, small, -static_cast<int64_t>(block->size));
     Update(state.stats, &DeviceStats::requested_bytes, small,
@@ -403,12 +453,19 @@ class CachingAllocator final : public c10::DeviceAllocator {
     const bool small = block->small();
     Update(state.stats, &DeviceStats::active, small, -1);
     Update(state.stats, &DeviceStats::active_bytes, small, -static_cast<int64_t>(block->size));
+    history_.Record(TraceEntry{.action = TraceAction::kFreeCompleted, .device = block->device,
+                               .address = block->address, .size = block->size,
+                               .stream = block->stream(),
+                               .context = std::move(block->free_context)});
+    block->free_context = nullptr;
+    block->context = nullptr;
     block->allocated = false;
     std::set<Block*, BlockOrder>& pool = state.pool(small);
     for (Block* neighbour : {block->prev, block->next}) {
       if (neighbour == nullptr || neighbour->allocated || neighbour->pending_events > 0) continue;
       pool.erase(neighbour);
       if (neighbour == block->prev) {
+        if (block->segment->head == neighbour) block->segment->head = block;
         block->address = neighbour->address;
         block->prev = neighbour->prev;
         if (block->prev != nullptr) block->prev->next = block;
@@ -437,6 +494,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
         it = pool.erase(it);
         Segment* segment = block->segment;
         (void)runtime->session().Free(segment->buffer);
+        history_.Record(TraceEntry{.action = TraceAction::kSegmentFree, .device = block->device,
+                                   .address = segment->buffer.device_address,
+                                   .size = segment->buffer.size, .stream = segment->stream});
         ++state.stats.num_device_free;
         Update(state.stats, &DeviceStats::segment, small, -1);
         Update(state.stats, &DeviceStats::reserved_bytes, small,
@@ -447,6 +507,34 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
   }
 
+  static SegmentSnapshot SnapshotOf(c10::DeviceIndex device, const Segment& segment) {
+    SegmentSnapshot snapshot{.device = device,
+                             .address = segment.buffer.device_address,
+                             .total_size = segment.buffer.size,
+                             .stream = segment.stream,
+                             .small = segment.small,
+                             .context = segment.context};
+    for (const Block* block = segment.head; block != nullptr; block = block->next) {
+      using State = BlockSnapshot::State;
+      const State state = !block->allocated            ? State::kInactive
+                          : block->pending_events > 0 ? State::kActivePendingFree
+                                                      : State::kActiveAllocated;
+      if (state != State::kInactive) snapshot.active += block->size;
+      if (state == State::kActiveAllocated) {
+        snapshot.allocated += block->size;
+        snapshot.requested += block->requested;
+      }
+      snapshot.blocks.push_back(BlockSnapshot{.address = block->address,
+                                              .size = block->size,
+                                              .requested = block->allocated ? block->requested : 0,
+                                              .state = state,
+                                              .context = block->context});
+    }
+    return snapshot;
+  }
+
+  // Taken after mutex_ when both are (AllocatorHistory's lock order).
+  AllocatorHistory history_;
   absl::Mutex mutex_;
   std::vector<std::unique_ptr<DeviceState>> devices_ ABSL_GUARDED_BY(mutex_);
 };
@@ -474,6 +562,12 @@ void ResizeNeuronStorage(c10::StorageImpl& storage, size_t new_bytes) {
 std::optional<c10::DeviceIndex> DeviceOfAddress(const void* address) {
   return allocator->DeviceOf(reinterpret_cast<uint64_t>(address));
 }
+
+void ConfigureAllocatorHistory(const HistoryOptions& options, StackGatherer gatherer) {
+  allocator->ConfigureHistory(options, std::move(gatherer));
+}
+
+MemorySnapshot TakeMemorySnapshot() { return allocator->Snapshot(); }
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, allocator);
 
