@@ -272,11 +272,12 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
     }
     const Outcome outcome = Execute(stream, *context, *std::move(record));
     if (outcome == Outcome::kBlocked) break;
-    if (outcome == Outcome::kDone) {
+    if (outcome == Outcome::kDone || outcome == Outcome::kCopied) {
       const int64_t finished = Now();
       const auto took = static_cast<uint64_t>(std::max<int64_t>(0, finished - started));
       Account(took);
-      AccountRecentCompute(finished, took);
+      // Utilization is the compute engine's: transfers are not counted.
+      if (outcome == Outcome::kDone) AccountRecentCompute(finished, took);
     }
     ++served;
     if (outcome == Outcome::kDispatched) break;
@@ -359,13 +360,19 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
     }
     case NEURON_RTD_OP_COPY: {
       std::shared_ptr<ExecutionContext> owner = stream->context();
-      absl::Status status = owner ? StartCopy(stream, owner, record)
-                                  : absl::AbortedError("session closed");
-      if (!status.ok()) {
+      absl::StatusOr<DmaJob> job = owner ? PrepareCopy(stream, owner, record)
+                                         : absl::AbortedError("session closed");
+      if (!job.ok()) {
         stream->Consume(header.length, header.sequence);
-        Finish(*stream, context, record, status);
+        Finish(*stream, context, record, job.status());
         return Outcome::kDone;
       }
+      if (job->bytes <= kInlineCopyBytes) {
+        stream->Consume(header.length, header.sequence);
+        Finish(*stream, context, record, job->run(0, job->bytes));
+        return Outcome::kCopied;
+      }
+      EnqueueDma(*std::move(job));
       return Outcome::kDispatched;
     }
     case NEURON_RTD_OP_COLLECTIVE:

@@ -31,6 +31,10 @@ namespace neuron::rtd::queue {
 // The most a DMA job moves before the engine turns to the next job: a few
 // milliseconds of memcpy. Fills larger than this go to the engine too.
 inline constexpr uint64_t kDmaChunkBytes = 8ull << 20;
+// Copies up to this size run on the worker, in stream order, rather than on
+// the DMA engine: handing one over costs a thread wake-up on each side
+// (several microseconds), more than the copy itself.
+inline constexpr uint64_t kInlineCopyBytes = 256ull << 10;
 
 struct CoreQueueOptions {
   FairQueueOptions fair;
@@ -181,13 +185,17 @@ class CoreQueue {
   void Sleep(const std::vector<SessionStreams>& sessions);
   enum class Outcome {
     kDone,        // the record ran; the stream may go on
+    kCopied,      // a small copy ran on the worker; the stream may go on
     kDispatched,  // a copy went to the DMA engine; the stream waits for it
     kBlocked,     // a WAIT is not yet satisfied; nothing was consumed
   };
   Outcome Execute(const std::shared_ptr<Stream>& stream, ExecutionContext& context,
                   DecodedRecord record);
-  absl::Status StartCopy(const std::shared_ptr<Stream>& stream,
-                         const std::shared_ptr<ExecutionContext>& context, DecodedRecord& record);
+  // A COPY's job, its locations resolved and checked (run by Execute or by
+  // the DMA engine).
+  absl::StatusOr<DmaJob> PrepareCopy(const std::shared_ptr<Stream>& stream,
+                                     const std::shared_ptr<ExecutionContext>& context,
+                                     DecodedRecord& record);
   void Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
               const absl::Status& status);
   // Hands a finished PROFILE record's timestamps to its session.

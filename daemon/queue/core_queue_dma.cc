@@ -6,9 +6,9 @@
 
 namespace neuron::rtd::queue {
 
-absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
-                                  const std::shared_ptr<ExecutionContext>& context,
-                                  DecodedRecord& record) {
+absl::StatusOr<CoreQueue::DmaJob> CoreQueue::PrepareCopy(
+    const std::shared_ptr<Stream>& stream, const std::shared_ptr<ExecutionContext>& context,
+    DecodedRecord& record) {
   const auto copy = std::get<neuron_rtd_copy_payload>(record.command);
   DmaJob job{.stream = stream, .context = context, .record = record};
   auto resolve_host = [&](const neuron_rtd_location& location) -> absl::StatusOr<HostSpan> {
@@ -49,8 +49,7 @@ absl::Status CoreQueue::StartCopy(const std::shared_ptr<Stream>& stream,
     };
   }
   job.bytes = copy.bytes;
-  EnqueueDma(std::move(job));
-  return absl::OkStatus();
+  return job;
 }
 
 absl::Status CoreQueue::StartFill(const std::shared_ptr<Stream>& stream,
