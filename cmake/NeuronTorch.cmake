@@ -45,3 +45,13 @@ target_link_libraries(neuron_libtorch INTERFACE
     "${NEURON_TORCH_LIB_DIR}/libtorch_cpu.so" "${NEURON_TORCH_LIB_DIR}/libc10.so")
 separate_arguments(_neuron_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(neuron_libtorch INTERFACE ${_neuron_torch_flags})
+
+# The OpenMP runtime libtorch_cpu runs its parallel regions on (the wheel
+# ships its own libgomp): code that sets a thread's OpenMP thread count must
+# call this copy, never the compiler's, or it sets a runtime ATen ignores.
+if(NOT EXISTS "${NEURON_TORCH_LIB_DIR}/libgomp.so.1")
+  message(FATAL_ERROR "${NEURON_TORCH_LIB_DIR} has no libgomp.so.1: this torch does not run "
+                      "its kernels on GNU OpenMP, which the sim's thread control expects")
+endif()
+add_library(neuron_libtorch_openmp INTERFACE)
+target_link_libraries(neuron_libtorch_openmp INTERFACE "${NEURON_TORCH_LIB_DIR}/libgomp.so.1")

@@ -185,6 +185,8 @@ constexpr std::array kKeys = {
     KeySpec{"sim", "preset", ValueKind::kString, ApplySimPreset},
     KeySpec{"sim", "max_launch_host_bytes", ValueKind::kInteger,
             kSimKey<&SimConfig::max_launch_host_bytes, 1 << 20, kTiB>},
+    KeySpec{"sim", "parallel_launch_min_us", ValueKind::kInteger,
+            kSimKey<&SimConfig::parallel_launch_min_us, 0, 1'000'000>},
     KeySpec{"session", "max_hbm_bytes", ValueKind::kInteger,
             kSessionKey<&SessionSettings::max_hbm_bytes, 0, 64 * kTiB>},
     KeySpec{"session", "max_streams", ValueKind::kInteger,

@@ -53,6 +53,10 @@ struct SimConfig {
   // Host memory the CPU kernels of one launch may hold at once; a kernel
   // that asks for more fails as an operator error.
   uint64_t max_launch_host_bytes = 4ull << 30;
+  // An executable whose launches take less than this many microseconds on
+  // one host thread runs them on one thread: the kernels share the host's
+  // cores with the clients. 0: always every thread.
+  uint32_t parallel_launch_min_us = 400;
 };
 
 // Limits of each session (each client process).

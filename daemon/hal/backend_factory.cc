@@ -13,7 +13,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
     absl::StatusOr<std::unique_ptr<sim::SimBackend>> backend = sim::CreateSimBackend(
         sim::SimOptions{.preset = options.sim_preset,
                         .logical_nc_config = options.logical_nc_config,
-                        .max_launch_host_bytes = options.sim_max_launch_host_bytes,
+                        .launch = {.max_host_bytes = options.sim_max_launch_host_bytes,
+                                   .parallel_min_ns =
+                                       int64_t{options.sim_parallel_launch_min_us} * 1000},
                         .graph_compiler = options.graph_compiler},
         sys_calls);
     if (!backend.ok()) return backend.status();

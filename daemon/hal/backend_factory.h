@@ -23,6 +23,9 @@ struct BackendOptions {
   std::string sim_preset;
   // Host memory the sim's CPU kernels may hold during one launch.
   uint64_t sim_max_launch_host_bytes = 4ull << 30;
+  // Sim executables whose launches take less than this on one host thread
+  // run them on one (sim::LaunchParallelism); 0: never.
+  uint32_t sim_parallel_launch_min_us = 400;
   // Compiles hot graphs for a backend that runs them on the host (tier 1);
   // null: graphs stay interpreted. Outlives the backend.
   compiler::GraphCompiler* graph_compiler = nullptr;

@@ -214,6 +214,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
                                              .sim_preset = config.sim.preset,
                                              .sim_max_launch_host_bytes =
                                                  config.sim.max_launch_host_bytes,
+                                             .sim_parallel_launch_min_us =
+                                                 config.sim.parallel_launch_min_us,
                                              .graph_compiler = graph_compiler.get()},
                          sys_calls);
   if (!backend.ok()) return backend.status();

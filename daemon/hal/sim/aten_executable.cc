@@ -13,6 +13,7 @@
 #include "daemon/hal/sim/internal/aten_call.h"
 #include "daemon/hal/sim/internal/index_guards.h"
 #include "daemon/hal/sim/launch_host_budget.h"
+#include "daemon/hal/sim/launch_parallelism.h"
 
 namespace neuron::rtd::hal::sim {
 namespace {
@@ -26,10 +27,12 @@ class AtenExecutable final : public SimExecutable {
       : call(std::move(prepared)), plan(std::move(spec)) {}
 
   absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
-                   std::span<const uint8_t> immediates, uint64_t max_host_bytes) const override;
+                   std::span<const uint8_t> immediates,
+                   const LaunchSettings& settings) const override;
 
   const PreparedCall call;
   const EagerOpPlan plan;
+  mutable LaunchParallelism parallelism;
 };
 
 absl::Status RunCall(HbmArena& arena, const AtenExecutable& executable,
@@ -120,17 +123,23 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareAtenExecutable(const Eager
 
 absl::Status AtenExecutable::Run(HbmArena& arena, std::span<const uint64_t> bindings,
                                  std::span<const uint8_t> immediates,
-                                 uint64_t max_host_bytes) const {
-  try {
-    LaunchHostBudget budget(max_host_bytes);
-    return RunCall(arena, *this, bindings, immediates);
-  } catch (const c10::Error& error) {
-    return internal::OperatorError(
-        error, absl::StrFormat("%s: %s", call.qualified, error.what_without_backtrace()));
-  } catch (const std::exception& error) {
-    return internal::OperatorError(error,
-                                   absl::StrFormat("%s: %s", call.qualified, error.what()));
-  }
+                                 const LaunchSettings& settings) const {
+  absl::Status status;
+  parallelism.Run(
+      settings.parallel_min_ns,
+      [&] {
+        try {
+          LaunchHostBudget budget(settings.max_host_bytes);
+          status = RunCall(arena, *this, bindings, immediates);
+        } catch (const c10::Error& error) {
+          status = internal::OperatorError(
+              error, absl::StrFormat("%s: %s", call.qualified, error.what_without_backtrace()));
+        } catch (const std::exception& error) {
+          status = internal::OperatorError(
+              error, absl::StrFormat("%s: %s", call.qualified, error.what()));
+        }
+      });
+  return status;
 }
 
 }  // namespace neuron::rtd::hal::sim

@@ -14,6 +14,7 @@
 #include "daemon/hal/sim/internal/aten_call.h"
 #include "daemon/hal/sim/internal/index_guards.h"
 #include "daemon/hal/sim/launch_host_budget.h"
+#include "daemon/hal/sim/launch_parallelism.h"
 
 namespace neuron::rtd::hal::sim {
 namespace {
@@ -48,7 +49,8 @@ class GraphExecutable final : public SimExecutable {
       : plan(std::move(spec)), compiler(graph_compiler) {}
 
   absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
-                   std::span<const uint8_t> immediates, uint64_t max_host_bytes) const override;
+                   std::span<const uint8_t> immediates,
+                   const LaunchSettings& settings) const override;
   ExecutableStatus status() const override;
 
   const GraphPlan plan;
@@ -56,6 +58,9 @@ class GraphExecutable final : public SimExecutable {
   uint32_t value_count = 0;
   compiler::GraphCompiler* const compiler;
   const std::shared_ptr<Tier> tier = std::make_shared<Tier>();
+  // Per tier: the compiled code's launches are shorter than the interpreter's.
+  mutable LaunchParallelism interpreted_parallelism;
+  mutable LaunchParallelism compiled_parallelism;
 
   // Loads the package into `tier` (the compiler's thread, or preparation).
   static void Adopt(Tier& tier, const absl::StatusOr<compiler::GraphCompiler::Package>& package);
@@ -243,29 +248,39 @@ ExecutableStatus GraphExecutable::status() const {
 
 absl::Status GraphExecutable::Run(HbmArena& arena, std::span<const uint64_t> bindings,
                                   std::span<const uint8_t> immediates,
-                                  uint64_t max_host_bytes) const {
+                                  const LaunchSettings& settings) const {
   const std::shared_ptr<const CompiledPackage> compiled = tier->compiled.load();
   absl::Status status;
-  try {
-    LaunchHostBudget budget(max_host_bytes);
-    // The sim runs the CPU kernels themselves: no autograd, no views kept.
-    c10::InferenceMode inference;
-    auto run = [&] {
-      status = compiled != nullptr ? RunCompiled(*compiled, arena, bindings)
-                                   : Interpret(arena, bindings, immediates);
-    };
-    if (plan.generator) {
-      absl::StatusOr<uint64_t> seed = internal::ReadSeed(immediates, plan.generator->offset);
-      if (!seed.ok()) return seed.status();
-      internal::WithSeededDefaultGenerator(*seed, run);
-    } else {
-      run();
-    }
-  } catch (const c10::Error& error) {
-    // Copying an output or freeing a value can still throw (out of memory).
-    return internal::OperatorError(
-        error, absl::StrFormat("graph '%s': %s", plan.name, error.what_without_backtrace()));
-  }
+  LaunchParallelism& parallelism =
+      compiled != nullptr ? compiled_parallelism : interpreted_parallelism;
+  parallelism.Run(
+      settings.parallel_min_ns,
+      [&] {
+        try {
+          LaunchHostBudget budget(settings.max_host_bytes);
+          // The sim runs the CPU kernels themselves: no autograd, no views kept.
+          c10::InferenceMode inference;
+          auto run = [&] {
+            status = compiled != nullptr ? RunCompiled(*compiled, arena, bindings)
+                                         : Interpret(arena, bindings, immediates);
+          };
+          if (plan.generator) {
+            absl::StatusOr<uint64_t> seed =
+                internal::ReadSeed(immediates, plan.generator->offset);
+            if (!seed.ok()) {
+              status = seed.status();
+              return;
+            }
+            internal::WithSeededDefaultGenerator(*seed, run);
+          } else {
+            run();
+          }
+        } catch (const c10::Error& error) {
+          // Copying an output or freeing a value can still throw (out of memory).
+          status = internal::OperatorError(
+              error, absl::StrFormat("graph '%s': %s", plan.name, error.what_without_backtrace()));
+        }
+      });
   if (compiled == nullptr) CountLaunch();
   else tier->launches.fetch_add(1, std::memory_order_relaxed);
   return status;

@@ -49,7 +49,7 @@ absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& o
                                                               arena.status().message()));
     }
     devices.push_back(std::make_unique<SimDevice>(std::move(info), *std::move(arena),
-                                                  options.max_launch_host_bytes));
+                                                  options.launch));
   }
   return std::make_unique<SimBackend>(std::move(devices), options.graph_compiler);
 }

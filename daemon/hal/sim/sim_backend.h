@@ -16,6 +16,7 @@
 #include "daemon/hal/device.h"
 #include "daemon/hal/sim/presets.h"
 #include "daemon/hal/sim/sim_device.h"
+#include "daemon/hal/sim/sim_executable.h"
 
 namespace neuron::rtd::hal::sim {
 
@@ -23,8 +24,8 @@ struct SimOptions {
   std::string preset{kDefaultSimPreset};
   // Physical cores per logical core; 0 takes the preset's default.
   uint32_t logical_nc_config = 0;
-  // Host memory the CPU kernels of one launch may hold at once.
-  uint64_t max_launch_host_bytes = 4ull << 30;
+  // Host memory and threads of each launch's CPU kernels.
+  LaunchSettings launch;
   // Compiles hot graphs (tier 1); null: graphs stay interpreted. Outlives
   // the backend.
   compiler::GraphCompiler* graph_compiler = nullptr;

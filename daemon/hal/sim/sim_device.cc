@@ -71,7 +71,7 @@ absl::Status SimDevice::Dispatch(const Executable& executable, std::span<const u
   if (runnable == nullptr) {
     return absl::InvalidArgumentError("the executable was not prepared by the sim backend");
   }
-  return runnable->Run(*arena_, bindings, immediates, max_launch_host_bytes_);
+  return runnable->Run(*arena_, bindings, immediates, launch_settings_);
 }
 
 }  // namespace neuron::rtd::hal::sim

@@ -8,6 +8,7 @@
 #include "daemon/hal/device.h"
 #include "daemon/hal/sim/engine_attribution.h"
 #include "daemon/hal/sim/hbm_arena.h"
+#include "daemon/hal/sim/sim_executable.h"
 
 namespace neuron::rtd::hal::sim {
 
@@ -19,10 +20,8 @@ inline constexpr uint64_t kDeviceAddressStride = uint64_t{1} << 40;
 
 class SimDevice final : public Device {
  public:
-  SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena, uint64_t max_launch_host_bytes)
-      : info_(std::move(info)),
-        arena_(std::move(arena)),
-        max_launch_host_bytes_(max_launch_host_bytes) {}
+  SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena, LaunchSettings launch_settings)
+      : info_(std::move(info)), arena_(std::move(arena)), launch_settings_(launch_settings) {}
 
   const DeviceInfo& info() const override { return info_; }
   DeviceRange hbm() const override { return arena_->range(); }
@@ -52,7 +51,7 @@ class SimDevice final : public Device {
  private:
   const DeviceInfo info_;
   const std::unique_ptr<HbmArena> arena_;
-  const uint64_t max_launch_host_bytes_;
+  const LaunchSettings launch_settings_;
 };
 
 }  // namespace neuron::rtd::hal::sim

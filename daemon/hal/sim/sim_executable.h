@@ -13,6 +13,17 @@
 
 namespace neuron::rtd::hal::sim {
 
+// What bounds and shapes every launch of a sim device.
+struct LaunchSettings {
+  // Host memory the CPU kernels of one launch may hold at once
+  // (LaunchHostBudget).
+  uint64_t max_host_bytes = 4ull << 30;
+  // An executable whose launches take less than this on one host thread
+  // runs them on the worker's thread alone (LaunchParallelism); 0: always
+  // every thread.
+  int64_t parallel_min_ns = 400'000;
+};
+
 // Thread-safety: Run is const and may run on several cores' workers at once.
 class SimExecutable : public Executable {
  public:
@@ -22,10 +33,11 @@ class SimExecutable : public Executable {
   // extent, checked by the caller) with per-call `immediates`. The
   // operators' own errors come back as INVALID_ARGUMENT (RESOURCE_EXHAUSTED
   // for memory) carrying kOperatorErrorTypePayload; so does a kernel that
-  // asks for more than `max_host_bytes` of host memory at once
+  // asks for more than `settings.max_host_bytes` of host memory at once
   // (LaunchHostBudget).
   virtual absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
-                           std::span<const uint8_t> immediates, uint64_t max_host_bytes) const = 0;
+                           std::span<const uint8_t> immediates,
+                           const LaunchSettings& settings) const = 0;
 };
 
 }  // namespace neuron::rtd::hal::sim
