@@ -56,6 +56,9 @@ def neuron_daemon():
                     "[compiler]\ncompile_after_launches = 0\n")
     os.environ["NEURON_RTD_ADDRESS"] = "unix:" + socket_path
     os.environ["NEURON_RTD_AUTOSTART"] = "0"
+    # PyTorch's compile caches (AOTAutograd's keeps torch.compile's graphs)
+    # of this session alone: nothing from an earlier run is reused.
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(directory, "torch-compile-cache")
     yield socket_path
     process.terminate()
     process.wait(timeout=30)

@@ -204,7 +204,7 @@ nlohmann::json CacheJson(const neuronrt::CacheInfo& cache) {
 
 std::string ExecutablesTable(const std::vector<neuronrt::CachedExecutable>& executables) {
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "KIND", "TIER", "BYTES", "HOLDERS", "LAUNCHES", "COMPILE", "NAME"}};
+      {"ID", "KIND", "TIER", "BYTES", "HOLDERS", "LAUNCHES", "THREADS", "COMPILE", "NAME"}};
   for (const neuronrt::CachedExecutable& executable : executables) {
     std::string compile = "-";
     if (executable.kind == "graph") {
@@ -215,7 +215,10 @@ std::string ExecutablesTable(const std::vector<neuronrt::CachedExecutable>& exec
     rows.push_back({absl::StrFormat("%d", executable.executable_id), executable.kind,
                     absl::StrFormat("%d", executable.tier), FormatBytes(executable.bytes),
                     absl::StrFormat("%d", executable.holders),
-                    absl::StrFormat("%d", executable.launches), compile,
+                    absl::StrFormat("%d", executable.launches),
+                    executable.host_threads == 0 ? std::string("-")
+                                                 : absl::StrFormat("%d", executable.host_threads),
+                    compile,
                     executable.name.substr(0, 60)});
   }
   return RenderTable(rows);
@@ -232,7 +235,8 @@ nlohmann::json ExecutablesJson(const std::vector<neuronrt::CachedExecutable>& ex
                     {"launches", executable.launches},
                     {"tier", executable.tier},
                     {"compile_state", executable.compile_state},
-                    {"compile_seconds", executable.compile_seconds}});
+                    {"compile_seconds", executable.compile_seconds},
+                    {"host_threads", executable.host_threads}});
   }
   return {{"executables", std::move(list)}};
 }

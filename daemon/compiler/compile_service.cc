@@ -14,7 +14,8 @@ namespace {
 
 // What the worker does to a graph besides compiling it: part of every key,
 // so that a change of either makes earlier packages miss.
-constexpr char kCompilerFlags[] = "aoti-package destination-passing fallback-random v1";
+constexpr char kCompilerFlags[] =
+    "aoti-package destination-passing fallback-random bool-outputs-as-uint8 v2";
 
 }  // namespace
 

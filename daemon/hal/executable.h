@@ -33,6 +33,9 @@ struct ExecutableStatus {
   // it is not compiled)"; empty for eager ops.
   std::string compile_state;
   double compile_seconds = 0;
+  // Backends that run kernels on host CPUs: the host threads its launches
+  // use (1, or every thread); 0 while that is not decided.
+  int host_threads = 0;
 };
 
 class Executable {

@@ -252,6 +252,7 @@ grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*,
     entry->set_tier(static_cast<uint32_t>(status.tier));
     entry->set_compile_state(status.compile_state);
     entry->set_compile_seconds(status.compile_seconds);
+    entry->set_host_threads(static_cast<uint32_t>(status.host_threads));
   }
   return grpc::Status::OK;
 }

@@ -277,3 +277,71 @@ def test_a_cpu_only_compile_starts_no_daemon(run_python, tmp_path):
     assert result.stdout.splitlines()[-1] == "False"
     assert not (tmp_path / "nothing.sock").exists()
     assert "started a per-user" not in result.stderr
+
+
+CACHED_TRAINING = """
+import torch, torch.nn as nn, torch_neuronx
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 4))
+model = model.to("neuron")
+compiled = torch.compile(model, backend="neuron")
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 8), torch.randn(32, 4)
+for _ in range(3):
+    loss = (compiled(x.to("neuron")) - y.to("neuron")).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+with torch.no_grad():
+    model.eval()
+    print("eval", compiled(x.to("neuron")).cpu().sum().item())
+print("loss", loss.item())
+print("running_mean", model[1].running_mean.cpu().tolist())
+print("batches", model[1].num_batches_tracked.item())
+print("graphs", [(g["name"], g["launches"], g["client_nodes"]) for g in torch_neuronx.compiled_graphs()])
+print("counters", sorted(torch._dynamo.utils.counters["aot_autograd"].items()))
+"""
+
+
+def test_a_second_process_reuses_the_capture_from_pytorchs_compile_cache(run_python, tmp_path):
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "compile-cache")}
+    first = run_python(CACHED_TRAINING, env=env)
+    assert first.returncode == 0, first.stderr
+    second = run_python(CACHED_TRAINING, env=env)
+    assert second.returncode == 0, second.stderr
+    first_lines, second_lines = first.stdout.splitlines(), second.stdout.splitlines()
+    # Training and evaluation captures: saved by the first, found by the second.
+    assert "('autograd_cache_saved', 2)" in first_lines[-1]
+    assert "('autograd_cache_hit', 2)" in second_lines[-1]
+    assert "autograd_cache_miss" not in second_lines[-1]
+    # The same numbers, the batch norm statistics updated, every graph listed and launched.
+    assert first_lines[:-1] == second_lines[:-1]
+    assert "batches 3" in second_lines
+
+
+def test_a_graph_that_runs_in_part_on_the_client_is_not_cached_and_still_runs(run_python,
+                                                                              tmp_path):
+    code = (
+        "import torch, torch_neuronx\n"
+        "function = torch.compile(lambda x, b: ((x * 2).cpu() + b, x.sin()), backend='neuron')\n"
+        "x, b = torch.arange(3.0), torch.ones(3)\n"
+        "on_cpu, on_device = function(x.to('neuron'), b)\n"
+        "print(on_cpu.tolist(), [round(v, 4) for v in on_device.cpu().tolist()])\n"
+        "print(sorted(torch._dynamo.utils.counters['aot_autograd'].items()))\n")
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "compile-cache")}
+    for _ in range(2):
+        result = run_python(code, env=env)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0] == "[1.0, 3.0, 5.0] [0.0, 0.8415, 0.9093]"
+        assert "autograd_cache_hit" not in lines[1]
+        assert "autograd_cache_saved" not in lines[1]
+
+
+def test_the_cache_key_carries_the_users_tag_and_the_lowerings_code():
+    from torch_neuronx._dynamo._output_code import cache_key_tag
+
+    with torch.compiler.config.patch(cache_key_tag="mine"):
+        tag = cache_key_tag()
+    assert tag.startswith("mine|torch_neuronx:")
+    assert len(tag.split(":")[-1]) == 16

@@ -72,3 +72,50 @@ def test_hot_graphs_run_compiled_and_a_second_process_finds_them_compiled(
     second = run_python(TRAIN, env=env, timeout=600)
     assert second.returncode == 0, second.stderr
     assert "tiers at first call [1, 1]" in second.stdout
+
+
+RANDOM = """
+import time, torch, torch.nn as nn, torch_neuronx
+
+class Noisy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(16, 16), nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = nn.functional.dropout(self.first(x), 0.5) + torch.randn_like(x) * 0.1
+        return nn.functional.dropout(self.second(y).relu(), 0.3) * torch.rand_like(y)
+
+model = Noisy().to("neuron")
+compiled = torch.compile(model, backend="neuron")
+x = torch.randn(8, 16).to("neuron")
+
+def run():
+    torch.manual_seed(3)
+    out = compiled(x)
+    out.sum().backward()
+    result = (out.detach().cpu(), model.first.weight.grad.cpu().clone())
+    model.zero_grad()
+    return result
+
+interpreted = run()
+tiers = [graph["tier"] for graph in torch_neuronx.compiled_graphs()]
+deadline = time.monotonic() + 300
+while time.monotonic() < deadline and any(
+        graph["compile_state"] in ("compiling", "interpreted")
+        for graph in torch_neuronx.compiled_graphs()):
+    time.sleep(0.1)
+compiled_run = run()
+print("tiers", tiers, [graph["tier"] for graph in torch_neuronx.compiled_graphs()])
+print("states", [graph["compile_state"] for graph in torch_neuronx.compiled_graphs()])
+print("same", torch.equal(interpreted[0], compiled_run[0]),
+      torch.equal(interpreted[1], compiled_run[1]))
+"""
+
+
+def test_random_operators_draw_the_same_numbers_on_both_tiers(compiling_daemon, run_python):
+    socket_path, log_path = compiling_daemon
+    result = run_python(RANDOM, env={"NEURON_RTD_ADDRESS": "unix:" + socket_path}, timeout=600)
+    assert result.returncode == 0, result.stderr + open(log_path).read()
+    assert "tiers [0, 0] [1, 1]" in result.stdout, result.stdout + open(log_path).read()
+    assert "same True True" in result.stdout, result.stdout

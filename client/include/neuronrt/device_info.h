@@ -100,6 +100,9 @@ struct CachedExecutable {
   // Graphs: "interpreted", "compiling", "compiled", or "interpreted (why)".
   std::string compile_state;
   double compile_seconds = 0;
+  // On the simulator: the host threads its launches use (1, or every
+  // thread); 0 while not decided.
+  uint32_t host_threads = 0;
 };
 
 // The daemon's compiler of hot graphs and its disk cache.

@@ -140,7 +140,8 @@ CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
         .launches = executable.launches(),
         .tier = executable.tier(),
         .compile_state = executable.compile_state(),
-        .compile_seconds = executable.compile_seconds()});
+        .compile_seconds = executable.compile_seconds(),
+        .host_threads = executable.host_threads()});
   }
   return info;
 }

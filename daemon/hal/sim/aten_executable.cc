@@ -29,6 +29,9 @@ class AtenExecutable final : public SimExecutable {
   absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
                    std::span<const uint8_t> immediates,
                    const LaunchSettings& settings) const override;
+  ExecutableStatus status() const override {
+    return ExecutableStatus{.host_threads = parallelism.host_threads()};
+  }
 
   const PreparedCall call;
   const EagerOpPlan plan;

@@ -232,6 +232,8 @@ ExecutableStatus GraphExecutable::status() const {
   ExecutableStatus status{.launches = tier->launches.load(std::memory_order_relaxed)};
   const bool compiled = tier->compiled.load() != nullptr;
   status.tier = compiled ? 1 : 0;
+  status.host_threads =
+      (compiled ? compiled_parallelism : interpreted_parallelism).host_threads();
   absl::MutexLock lock(&tier->mutex);
   status.compile_seconds = tier->compile_seconds;
   if (compiled) {

@@ -79,6 +79,18 @@ void LaunchParallelism::DecideFirst(uint64_t launch, int64_t elapsed_ns,
                                 std::memory_order_relaxed);
 }
 
+int LaunchParallelism::host_threads() const {
+  switch (mode()) {
+    case Mode::kSerial:
+      return 1;
+    case Mode::kParallel:
+      return KernelThreadsNow().openmp;
+    case Mode::kUndecided:
+      break;
+  }
+  return 0;
+}
+
 ScopedSerialKernels::ScopedSerialKernels() {
   // ATen sets a thread's OpenMP count when the thread first asks for it:
   // ask now, so that it cannot undo what this scope sets.

@@ -46,6 +46,9 @@ class LaunchParallelism {
            absl::FunctionRef<int64_t()> cpu_now_ns = ThreadCpuNowNs);
 
   Mode mode() const { return mode_.load(std::memory_order_relaxed); }
+  // For ExecutableStatus: 1 (serial), the host's threads (parallel), or 0
+  // (undecided).
+  int host_threads() const;
 
   // CLOCK_THREAD_CPUTIME_ID in nanoseconds.
   static int64_t ThreadCpuNowNs();

@@ -17,6 +17,7 @@ TEST(ConfigTest, EmptyFileKeepsDefaults) {
   absl::StatusOr<DaemonConfig> config = ParseConfig("", "empty.toml");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->sim.preset, "dev");
+  EXPECT_EQ(config->sim.parallel_launch_min_us, 400u);
   EXPECT_EQ(config->device.backend, "sim");
   EXPECT_EQ(config->device.logical_nc_config, 0u);
   EXPECT_EQ(config->log.level, "info");
@@ -41,6 +42,7 @@ logical_nc_config = 1
 
 [sim]
 preset = "trn2.48xlarge"
+parallel_launch_min_us = 0
 )",
                                                     "full.toml");
   ASSERT_TRUE(config.ok()) << config.status();
@@ -51,6 +53,7 @@ preset = "trn2.48xlarge"
   EXPECT_EQ(config->log.level, "debug");
   EXPECT_EQ(config->device.logical_nc_config, 1u);
   EXPECT_EQ(config->sim.preset, "trn2.48xlarge");
+  EXPECT_EQ(config->sim.parallel_launch_min_us, 0u);
 }
 
 TEST(ConfigTest, ExampleConfigInDeployIsValid) {
@@ -222,6 +225,7 @@ TEST(ConfigTest, BadValuesAreRefusedWithReason) {
       {"[server]\nsocket = \"/" + std::string(120, 'x') + "\"\n", "at most 107"},
       {"[server]\nmax_message_bytes = 10\n", "must be between"},
       {"[server]\nshutdown_timeout_ms = -1\n", "must be between 0 and"},
+      {"[sim]\nparallel_launch_min_us = 2000000\n", "must be between 0 and 1000000"},
   };
   for (const Case& test_case : cases) {
     absl::StatusOr<DaemonConfig> config = ParseConfig(test_case.toml, "g.toml");

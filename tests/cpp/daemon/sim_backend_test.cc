@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "daemon/hal/sim/launch_parallelism.h"
 #include "testing/mock_os_sys_calls.h"
 
 namespace neuron::rtd::hal::sim {
@@ -67,6 +68,55 @@ TEST(SimBackendTest, AcquiredMemoryIsUsableAndReleasedMemoryComesBackZeroed) {
   ASSERT_TRUE(device.Acquire(range).ok());
   EXPECT_EQ(static_cast<unsigned char*>(*host)[0], 0);
   EXPECT_TRUE(device.Release(range).ok());
+}
+
+// A 2x2 matrix product as an eager-op executable, at addresses 0, 16 and
+// 32 bytes into `range`.
+absl::StatusOr<std::unique_ptr<Executable>> PrepareSmallMm(SimBackend& backend) {
+  auto layout = [](uint32_t address) {
+    return TensorLayout{.dtype = 6, .sizes = {2, 2}, .strides = {2, 1}, .address_index = address};
+  };
+  EagerOpPlan spec;
+  spec.name = "aten::mm";
+  spec.arguments = {layout(0), layout(1)};
+  spec.outputs = {layout(2)};
+  return backend.PrepareExecutable(spec);
+}
+
+// How many host threads a small operator's launches end up using, with
+// `parallel_launch_min_us`.
+int HostThreadsOfASmallOperator(uint32_t parallel_launch_min_us) {
+  absl::StatusOr<std::unique_ptr<SimBackend>> backend = CreateSimBackend(
+      {.preset = "dev",
+       .launch = {.parallel_min_ns = int64_t{parallel_launch_min_us} * 1000}},
+      DefaultOsSysCalls());
+  EXPECT_TRUE(backend.ok());
+  SimDevice& device = (*backend)->sim_device(0);
+  const DeviceRange range{device.hbm().address, kHbmPageBytes};
+  EXPECT_TRUE(device.Acquire(range).ok());
+  const uint64_t bindings[] = {range.address, range.address + 16, range.address + 32};
+  // The process's first matrix product initialises MKL and OpenMP: a first
+  // launch that long would decide at once (until the next check).
+  absl::StatusOr<std::unique_ptr<Executable>> warm_up = PrepareSmallMm(**backend);
+  EXPECT_TRUE(warm_up.ok() && device.Dispatch(**warm_up, bindings, {}).ok());
+  absl::StatusOr<std::unique_ptr<Executable>> mm = PrepareSmallMm(**backend);
+  EXPECT_TRUE(mm.ok()) << mm.status();
+  EXPECT_EQ((*mm)->status().host_threads, 0) << "undecided before its first launches";
+  for (int launch = 0; launch < 3; ++launch) {
+    EXPECT_TRUE(device.Dispatch(**mm, bindings, {}).ok());
+  }
+  const int threads = (*mm)->status().host_threads;
+  EXPECT_TRUE(device.Release(range).ok());
+  return threads;
+}
+
+TEST(SimBackendTest, AShortOperatorRunsOnItsWorkersThreadAlone) {
+  EXPECT_EQ(HostThreadsOfASmallOperator(/*parallel_launch_min_us=*/400), 1);
+}
+
+TEST(SimBackendTest, ALimitBelowEveryLaunchKeepsEveryThread) {
+  // A matrix product through the dispatcher takes more than a microsecond.
+  EXPECT_EQ(HostThreadsOfASmallOperator(/*parallel_launch_min_us=*/1), KernelThreadsNow().openmp);
 }
 
 TEST(SimBackendTest, RangesOutsideOrUnalignedAreRefused) {

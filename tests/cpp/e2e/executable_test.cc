@@ -239,6 +239,31 @@ TEST_F(ExecutableTest, TheSameContentIsLoadedOncePerHost) {
   EXPECT_GE(cache.hits(), 1u);
 }
 
+TEST_F(ExecutableTest, TheCacheListingSaysHowManyHostThreadsAnExecutableUses) {
+  v1::EagerOp neg;
+  neg.set_name("aten::neg");
+  *neg.add_arguments()->mutable_tensor() = Spec({8}, {1}, 0);
+  *neg.add_outputs() = Spec({8}, {1}, 1);
+  const uint64_t id = *session_->LoadExecutable(Body(neg));
+  const uint64_t addresses[] = {At(0), At(10)};
+  // Past the first check (every 64th launch), so that a first launch slowed
+  // by the daemon's own start-up cannot decide.
+  for (int launch = 0; launch < 66; ++launch) {
+    ASSERT_TRUE(stream_->Launch(id, addresses, {}).ok());
+  }
+  ASSERT_TRUE(stream_->Synchronize().ok());
+  auto admin = v1::Admin::NewStub(
+      grpc::CreateChannel("unix:" + socket_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetCacheInfoRequest request;
+  request.set_list_executables(true);
+  v1::GetCacheInfoResponse cache;
+  ASSERT_TRUE(admin->GetCacheInfo(&context, request, &cache).ok());
+  ASSERT_EQ(cache.executables_size(), 1);
+  // Eight floats: far below [sim] parallel_launch_min_us on one thread.
+  EXPECT_EQ(cache.executables(0).host_threads(), 1u);
+}
+
 TEST_F(ExecutableTest, OperatorErrorsFailTheirCommandAndTheStreamGoesOn) {
   v1::EagerOp mm;
   mm.set_name("aten::mm");

@@ -25,7 +25,10 @@ _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-c
 
 
 def _compiler(role):
-    from torch_neuronx._dynamo._lowering import Unsupported, lower
+    from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
+
+    from torch_neuronx._dynamo._lowering import Unsupported, plan_graph
+    from torch_neuronx._dynamo._output_code import NeuronGraphCode
     from torch_neuronx._dynamo._partition import partition
     from torch_neuronx._dynamo._rng_state import rewrite
 
@@ -33,25 +36,18 @@ def _compiler(role):
         name = f"{role}_{next(_graph_numbers)}"
         rewrite(gm)
         nodes = sum(1 for node in gm.graph.nodes if node.op == "call_function")
+        listing = {"name": name, "nodes": nodes, "client_nodes": []}
         try:
-            compiled = lower(gm, example_inputs, name)
-            executables, reasons = [getattr(compiled, "executable", compiled)], []
-
-            def run(args):
-                return compiled(args)
+            return NeuronGraphCode(plan=plan_graph(gm, example_inputs, name), listing=listing)
         except Unsupported:
             module, executables, reasons = partition(gm, example_inputs, name)
             _log.info("graph %s runs in part on the client: %s", name, "; ".join(reasons))
+            listing.update(executables=executables, client_nodes=reasons)
+            _graphs.append(listing)
+            return NeuronGraphCode(module=module, listing=listing)
 
-            def run(args):
-                return module(*args)
-
-        _graphs.append({"name": name, "nodes": nodes, "executables": executables,
-                        "client_nodes": reasons})
-        run._boxed_call = True
-        return run
-
-    return compile_graph
+    # An OutputCode compiler: AOTAutograd keeps what it returns in its cache.
+    return SerializableAOTDispatchCompiler(NeuronGraphCode, compile_graph)
 
 
 def _has_symbols(example_inputs):
@@ -80,13 +76,28 @@ def decompositions():
 def _aot_backend():
     from torch._dynamo.backends.common import aot_autograd
 
-    return aot_autograd(
+    from torch_neuronx._dynamo._output_code import cache_key_tag
+
+    backend = aot_autograd(
         fw_compiler=_compiler("forward"),
         bw_compiler=_compiler("backward"),
         inference_compiler=_compiler("inference"),
         decompositions=decompositions(),
         keep_inference_input_mutations=True,
     )
+
+    def capture(gm, example_inputs):
+        # AOTAutograd's cache keeps the capture whole (bundled: the lowered
+        # graphs inside the entry, not Inductor's FX graph cache); the
+        # backward is lowered with the forward so that the entry is complete
+        # when it is written; the tag keeps these entries apart from
+        # Inductor's and from other versions of the lowering.
+        with torch._functorch.config.patch(bundled_autograd_cache=True,
+                                           force_non_lazy_backward_lowering=True), \
+                torch.compiler.config.patch(cache_key_tag=cache_key_tag()):
+            return backend(gm, example_inputs)
+
+    return capture
 
 
 def _specializing(gm, backend):

@@ -302,10 +302,55 @@ class _Graph:
         return results[0] if len(results) == 1 else tuple(results)
 
 
+class GraphPlan:
+    """A graph executable as data: what `_C._load_graph` loads, and which of
+    the caller's arguments (and module constants) it takes. Picklable when
+    it has no constants (the client's compile cache keeps it)."""
+
+    def __init__(self, name, device, inputs, nodes, results, random, tensor_positions,
+                 input_count, attributes):
+        self.name = name
+        self.device = device
+        self.inputs = inputs
+        self.nodes = nodes
+        self.results = results
+        self.random = random
+        self.tensor_positions = tensor_positions
+        self.input_count = input_count
+        # Neuron tensors of the module (get_attr nodes), passed after the inputs.
+        self.attributes = attributes
+
+    def __getstate__(self):
+        if self.attributes:
+            raise TypeError(f"graph {self.name} holds module constants, which are not data")
+        return self.__dict__
+
+
+def load(plan):
+    """Loads `plan` into the daemon; returns the callable that runs it with
+    the graph's inputs (a list) and returns its outputs (a list)."""
+    compiled = _C._load_graph(plan.name, plan.device, plan.inputs, plan.nodes, plan.results,
+                              plan.random)
+    if len(plan.tensor_positions) == plan.input_count and not plan.attributes:
+        return compiled
+    positions, attributes = plan.tensor_positions, plan.attributes
+
+    def run(args):
+        return compiled([args[i] for i in positions] + attributes)
+
+    run.name = compiled.name
+    run.executable = compiled
+    return run
+
+
 def lower(gm, example_inputs, name):
     """Loads `gm` (every node supported) as one graph executable; returns
-    the callable that runs it with the graph's inputs (a list) and returns
-    its outputs (a list)."""
+    the callable that runs it (see `load`)."""
+    return load(plan_graph(gm, example_inputs, name))
+
+
+def plan_graph(gm, example_inputs, name):
+    """`gm` (every node supported) as a GraphPlan; Unsupported otherwise."""
     graph = _Graph()
     structure = {}  # fx node -> value id, or a list/tuple of them
     constants = {}  # fx node of a non-tensor input -> its (specialized) value
@@ -389,14 +434,5 @@ def lower(gm, example_inputs, name):
             results.append(("view", aliased, _meta(tensor)))
         else:
             results.append(("computed", structure[value], _meta(tensor)))
-    compiled = _C._load_graph(name, device or 0, graph.inputs, graph.nodes, results,
-                              graph.random)
-    if len(tensor_positions) == len(example_inputs) and not attributes:
-        return compiled
-
-    def run(args):
-        return compiled([args[i] for i in tensor_positions] + attributes)
-
-    run.name = compiled.name
-    run.executable = compiled
-    return run
+    return GraphPlan(name, device or 0, graph.inputs, graph.nodes, results, graph.random,
+                     tensor_positions, len(example_inputs), attributes)
