@@ -33,8 +33,12 @@ void LaunchParallelism::Run(int64_t parallel_min_ns, absl::FunctionRef<void()> l
   const uint64_t number = launches_.fetch_add(1, std::memory_order_relaxed);
   const Mode mode = mode_.load(std::memory_order_relaxed);
   const bool timed = mode == Mode::kUndecided || number % kRecheckInterval == 0;
-  std::optional<ScopedSerialKernels> serial;
-  if (mode != Mode::kParallel) serial.emplace();
+  const bool serial =
+      mode != Mode::kParallel ||
+      (timed && estimate_ns_.load(std::memory_order_relaxed) <
+                    kSerialRecheckFactor * parallel_min_ns);
+  std::optional<ScopedSerialKernels> one_thread;
+  if (serial) one_thread.emplace();
   if (!timed) {
     launch();
     return;
@@ -42,21 +46,16 @@ void LaunchParallelism::Run(int64_t parallel_min_ns, absl::FunctionRef<void()> l
   const int64_t started = cpu_now_ns();
   launch();
   const int64_t elapsed = cpu_now_ns() - started;
-  switch (mode) {
-    case Mode::kUndecided:
-      DecideFirst(number, elapsed, parallel_min_ns);
-      break;
-    case Mode::kSerial:
-      if (elapsed >= parallel_min_ns) mode_.store(Mode::kParallel, std::memory_order_relaxed);
-      break;
-    case Mode::kParallel:
-      // The worker did its share; waiting for the others at a barrier
-      // only adds to it, so a launch that looks short is short.
-      if (elapsed * KernelThreadsNow().openmp < parallel_min_ns) {
-        mode_.store(Mode::kSerial, std::memory_order_relaxed);
-      }
-      break;
+  // A parallel launch's worker did its share; its wait at barriers only
+  // adds, so the estimate is high, never low.
+  const int64_t estimate = serial ? elapsed : elapsed * KernelThreadsNow().openmp;
+  estimate_ns_.store(estimate, std::memory_order_relaxed);
+  if (mode == Mode::kUndecided) {
+    DecideFirst(number, elapsed, parallel_min_ns);
+    return;
   }
+  mode_.store(estimate < parallel_min_ns ? Mode::kSerial : Mode::kParallel,
+              std::memory_order_relaxed);
 }
 
 void LaunchParallelism::DecideFirst(uint64_t launch, int64_t elapsed_ns,

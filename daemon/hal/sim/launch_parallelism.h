@@ -33,14 +33,19 @@ class LaunchParallelism {
   static constexpr uint64_t kTimedLaunches = 3;
   // After the decision, one launch in this many is timed again.
   static constexpr uint64_t kRecheckInterval = 64;
+  // A parallel executable whose last estimate is below this many times the
+  // limit is timed again on one thread: a parallel launch's time on the
+  // worker includes waiting at barriers for pool threads the OS preempted,
+  // so it cannot show that a launch is short.
+  static constexpr int64_t kSerialRecheckFactor = 8;
 
   enum class Mode : uint8_t { kUndecided, kSerial, kParallel };
 
   // Runs one launch: on the calling thread alone while the executable is
   // undecided or decided serial, else with the host's threads. An
   // executable is serial while its launches take less than
-  // `parallel_min_ns` of CPU time on one thread (a parallel launch counts
-  // its time times the threads); 0 keeps every launch parallel.
+  // `parallel_min_ns` of CPU time on one thread; 0 keeps every launch
+  // parallel.
   // `cpu_now_ns` reads the calling thread's CPU clock (tests pass their own).
   void Run(int64_t parallel_min_ns, absl::FunctionRef<void()> launch,
            absl::FunctionRef<int64_t()> cpu_now_ns = ThreadCpuNowNs);
@@ -60,6 +65,9 @@ class LaunchParallelism {
   std::atomic<uint64_t> launches_{0};
   // The fastest of the first timed launches but the very first.
   std::atomic<int64_t> fastest_ns_{INT64_MAX};
+  // The last timed launch's CPU time on one thread (measured, or the
+  // worker's share times the threads).
+  std::atomic<int64_t> estimate_ns_{INT64_MAX};
 };
 
 // While it lives, OpenMP regions and MKL calls made on the calling thread

@@ -115,16 +115,36 @@ TEST(LaunchParallelismTest, AWrongDecisionIsCorrectedAtTheNextCheck) {
   EXPECT_EQ(parallelism.mode(), Mode::kParallel);
 }
 
-TEST(LaunchParallelismTest, AParallelLaunchCountsItsTimeTimesTheThreads) {
+TEST(LaunchParallelismTest, ALargeExecutableIsCheckedWithEveryThread) {
   SKIP_ON_ONE_THREAD();
   const int threads = KernelThreadsNow().openmp;
   LaunchParallelism parallelism;
   FakeClock clock;
-  for (uint64_t i = 0; i <= LaunchParallelism::kRecheckInterval; ++i) {
-    // The worker's share of a launch that would take the threshold on one thread.
-    Launch(parallelism, clock, i == 0 ? kThreshold : kThreshold / threads);
+  Launch(parallelism, clock, 10 * kThreshold);
+  ASSERT_EQ(parallelism.mode(), Mode::kParallel);
+  for (uint64_t i = 1; i < LaunchParallelism::kRecheckInterval; ++i) {
+    Launch(parallelism, clock, 10 * kThreshold / threads);
   }
+  // The check: with every thread, its time times the threads estimates
+  // the work of one.
+  EXPECT_EQ(Launch(parallelism, clock, kThreshold / threads).openmp, threads);
   EXPECT_EQ(parallelism.mode(), Mode::kParallel);
+}
+
+TEST(LaunchParallelismTest, AParallelExecutableThatLooksSmallIsCheckedOnOneThread) {
+  SKIP_ON_ONE_THREAD();
+  LaunchParallelism parallelism;
+  FakeClock clock;
+  Launch(parallelism, clock, 2 * kThreshold);
+  ASSERT_EQ(parallelism.mode(), Mode::kParallel);
+  for (uint64_t i = 1; i < LaunchParallelism::kRecheckInterval; ++i) {
+    Launch(parallelism, clock, kThreshold);
+  }
+  // Its estimate (two thresholds) is below kSerialRecheckFactor of them:
+  // the check runs on one thread, where a wait for preempted pool threads
+  // cannot make it look long.
+  EXPECT_EQ(Launch(parallelism, clock, kThreshold / 2).openmp, 1);
+  EXPECT_EQ(parallelism.mode(), Mode::kSerial);
 }
 
 TEST(LaunchParallelismTest, ZeroThresholdNeverTimesNorSerialises) {
