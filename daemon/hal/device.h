@@ -40,10 +40,12 @@ class Device {
   virtual DeviceRange hbm() const = 0;
 
   // Makes a page-aligned sub-range of hbm() usable before the allocator hands
-  // it out, and gives it back once nothing uses it any more; after Release the
-  // range's contents are undefined. A backend whose memory is always
-  // resident may do nothing.
-  virtual absl::Status Acquire(DeviceRange range) = 0;
+  // it out, in the HBM nearest logical core `core` of this device (its index
+  // among the device's cores), and gives it back once nothing uses it any
+  // more; after Release the range's contents are undefined. An acquired
+  // range reads as zeros: one session never sees what another left. A
+  // backend whose memory is always resident may do little more.
+  virtual absl::Status Acquire(DeviceRange range, uint32_t core) = 0;
   virtual absl::Status Release(DeviceRange range) = 0;
 
   // The engines. Each call runs to completion on the calling thread (a
@@ -68,12 +70,12 @@ class Device {
   // Runs a built-in kernel (NEURON_RTD_EXEC_BUILTIN_*) on device buffers.
   virtual absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
                                   std::span<const uint8_t> scalars) = 0;
-  // Runs a prepared executable of this device's backend on tensors at
-  // `bindings` (each covering its layout's extent, checked by the caller)
-  // with per-call `immediates`. The operator's own errors (a shape mismatch,
+  // Runs a prepared executable of this device's backend on logical core
+  // `core` of the device, on tensors at `bindings` (each covering its
+  // layout's extent, checked by the caller) with per-call `immediates`. The operator's own errors (a shape mismatch,
   // a dtype its kernel lacks) come back as status, with the operator error's
   // type as a payload (OperatorErrorType); device memory stays intact.
-  virtual absl::Status Dispatch(const Executable& executable,
+  virtual absl::Status Dispatch(const Executable& executable, uint32_t core,
                                 std::span<const uint64_t> bindings,
                                 std::span<const uint8_t> immediates) = 0;
   // The engine that does the work of a command (NEURON_RTD_OP_*) issued for

@@ -19,7 +19,7 @@ void DeviceAllocator::EraseFree(std::map<uint64_t, uint64_t>::iterator it) {
   free_by_address_.erase(it);
 }
 
-absl::StatusOr<hal::DeviceRange> DeviceAllocator::Allocate(uint64_t size) {
+absl::StatusOr<hal::DeviceRange> DeviceAllocator::Allocate(uint64_t size, uint32_t core) {
   if (size == 0) return absl::InvalidArgumentError("cannot allocate a segment of 0 bytes");
   if (size > hbm_.size) {
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -46,7 +46,7 @@ absl::StatusOr<hal::DeviceRange> DeviceAllocator::Allocate(uint64_t size) {
     allocated_.emplace(range.address, rounded);
     used_bytes_ += rounded;
   }
-  if (absl::Status acquired = device_.Acquire(range); !acquired.ok()) {
+  if (absl::Status acquired = device_.Acquire(range, core); !acquired.ok()) {
     absl::MutexLock lock(&mutex_);
     allocated_.erase(range.address);
     ReturnToFreeList(range);

@@ -29,9 +29,11 @@ class DeviceAllocator {
   explicit DeviceAllocator(hal::Device& device);
 
   // A range of at least `size` bytes (rounded up to hal::kHbmPageBytes),
-  // acquired from the device. RESOURCE_EXHAUSTED, with the requested and free
-  // numbers, when no free range is large enough; INVALID_ARGUMENT for 0.
-  absl::StatusOr<hal::DeviceRange> Allocate(uint64_t size);
+  // acquired from the device in the HBM of its logical core `core`.
+  // RESOURCE_EXHAUSTED, with the requested and free numbers, when no free
+  // range is large enough (or the device has no memory left near `core`);
+  // INVALID_ARGUMENT for 0.
+  absl::StatusOr<hal::DeviceRange> Allocate(uint64_t size, uint32_t core);
 
   // Returns a range that Allocate handed out. Releasing a range twice, or one
   // that was never handed out, is a daemon bug: it is reported, not applied.

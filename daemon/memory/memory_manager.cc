@@ -10,12 +10,13 @@ MemoryManager::MemoryManager(const hal::Backend& backend) {
   }
 }
 
-absl::StatusOr<SegmentRef> MemoryManager::Allocate(uint32_t device_index, uint64_t size) {
+absl::StatusOr<SegmentRef> MemoryManager::Allocate(uint32_t device_index, uint32_t core,
+                                                   uint64_t size) {
   if (device_index >= allocators_.size()) {
     return absl::NotFoundError(absl::StrFormat("no device %d", device_index));
   }
   DeviceAllocator& allocator = *allocators_[device_index];
-  absl::StatusOr<hal::DeviceRange> range = allocator.Allocate(size);
+  absl::StatusOr<hal::DeviceRange> range = allocator.Allocate(size, core);
   if (!range.ok()) return range.status();
   return std::make_shared<const Segment>(next_segment_id_.fetch_add(1), *range, allocator);
 }

@@ -21,8 +21,9 @@ class MemoryManager {
  public:
   explicit MemoryManager(const hal::Backend& backend);
 
-  // A segment of at least `size` bytes on device `device_index`.
-  absl::StatusOr<SegmentRef> Allocate(uint32_t device_index, uint64_t size);
+  // A segment of at least `size` bytes on device `device_index`, in the HBM
+  // of its logical core `core` (an index among the device's cores).
+  absl::StatusOr<SegmentRef> Allocate(uint32_t device_index, uint32_t core, uint64_t size);
 
   AllocatorStats stats(uint32_t device_index) const;
 

@@ -457,7 +457,8 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
       return status;
     }
   }
-  return device_.Dispatch(*executable->prepared, launch.arguments, launch.scalars);
+  return device_.Dispatch(*executable->prepared, core_ - device_.info().first_core_index,
+                          launch.arguments, launch.scalars);
 }
 
 void CoreQueue::ReportProfiled(Stream& stream, ExecutionContext& context,

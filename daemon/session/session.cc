@@ -198,7 +198,8 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
     absl::MutexLock lock(&mutex_);
     hbm_reserved_ -= size;
   };
-  absl::StatusOr<memory::SegmentRef> segment = memory_.Allocate((*device)->info().index, size);
+  absl::StatusOr<memory::SegmentRef> segment = memory_.Allocate(
+      (*device)->info().index, core - (*device)->info().first_core_index, size);
   if (!segment.ok()) return segment.status();
   {
     absl::MutexLock lock(&mutex_);

@@ -65,7 +65,8 @@ absl::Status SimDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
   }
 }
 
-absl::Status SimDevice::Dispatch(const Executable& executable, std::span<const uint64_t> bindings,
+absl::Status SimDevice::Dispatch(const Executable& executable, uint32_t /*core*/,
+                                 std::span<const uint64_t> bindings,
                                  std::span<const uint8_t> immediates) {
   const auto* runnable = dynamic_cast<const SimExecutable*>(&executable);
   if (runnable == nullptr) {

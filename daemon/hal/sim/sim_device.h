@@ -25,7 +25,9 @@ class SimDevice final : public Device {
 
   const DeviceInfo& info() const override { return info_; }
   DeviceRange hbm() const override { return arena_->range(); }
-  absl::Status Acquire(DeviceRange range) override { return arena_->Commit(range); }
+  absl::Status Acquire(DeviceRange range, uint32_t /*core: one arena per chip*/) override {
+    return arena_->Commit(range);
+  }
   absl::Status Release(DeviceRange range) override { return arena_->Decommit(range); }
 
   absl::Status CopyHostToDevice(uint64_t device_address, const void* host,
@@ -39,7 +41,8 @@ class SimDevice final : public Device {
                       std::span<const ReduceOperand> sources) override;
   absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
                           std::span<const uint8_t> scalars) override;
-  absl::Status Dispatch(const Executable& executable, std::span<const uint64_t> bindings,
+  absl::Status Dispatch(const Executable& executable, uint32_t core,
+                        std::span<const uint64_t> bindings,
                         std::span<const uint8_t> immediates) override;
   Engine EngineOf(uint16_t opcode, std::string_view op_name) const override {
     return SimEngineOf(opcode, op_name);

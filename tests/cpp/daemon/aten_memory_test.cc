@@ -18,7 +18,7 @@ TEST(AtenMemoryTest, AddRunsOnTensorsInHbm) {
   ASSERT_TRUE(backend.ok()) << backend.status();
   SimDevice& device = (*backend)->sim_device(0);
   const uint64_t base = device.hbm().address;
-  ASSERT_TRUE(device.Acquire({base, 3 * kHbmPageBytes}).ok());
+  ASSERT_TRUE(device.Acquire({base, 3 * kHbmPageBytes}, 0).ok());
 
   const uint64_t a_address = base;
   const uint64_t b_address = base + kHbmPageBytes;

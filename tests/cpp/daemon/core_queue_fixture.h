@@ -203,7 +203,7 @@ class CoreQueueTest : public ::testing::Test {
 
   std::shared_ptr<FakeSession> MakeSession(uint64_t id, uint64_t hbm_bytes = 0) {
     std::vector<memory::SegmentRef> segments;
-    if (hbm_bytes > 0) segments.push_back(*memory_->Allocate(0, hbm_bytes));
+    if (hbm_bytes > 0) segments.push_back(*memory_->Allocate(0, 0, hbm_bytes));
     auto session = std::make_shared<FakeSession>(id, log_, std::move(segments),
                                                  *backend_->devices()[0]);
     sessions_.push_back(session);

@@ -58,14 +58,14 @@ TEST(SimBackendTest, AcquiredMemoryIsUsableAndReleasedMemoryComesBackZeroed) {
   ASSERT_TRUE(backend.ok());
   SimDevice& device = (*backend)->sim_device(0);
   const DeviceRange range{device.hbm().address + 4 * kHbmPageBytes, 2 * kHbmPageBytes};
-  ASSERT_TRUE(device.Acquire(range).ok());
+  ASSERT_TRUE(device.Acquire(range, 0).ok());
   absl::StatusOr<void*> host = device.arena().HostPointer(range.address, range.size);
   ASSERT_TRUE(host.ok());
   std::memset(*host, 0xab, range.size);
   EXPECT_EQ(static_cast<unsigned char*>(*host)[range.size - 1], 0xab);
 
   ASSERT_TRUE(device.Release(range).ok());
-  ASSERT_TRUE(device.Acquire(range).ok());
+  ASSERT_TRUE(device.Acquire(range, 0).ok());
   EXPECT_EQ(static_cast<unsigned char*>(*host)[0], 0);
   EXPECT_TRUE(device.Release(range).ok());
 }
@@ -93,17 +93,17 @@ int HostThreadsOfASmallOperator(uint32_t parallel_launch_min_us) {
   EXPECT_TRUE(backend.ok());
   SimDevice& device = (*backend)->sim_device(0);
   const DeviceRange range{device.hbm().address, kHbmPageBytes};
-  EXPECT_TRUE(device.Acquire(range).ok());
+  EXPECT_TRUE(device.Acquire(range, 0).ok());
   const uint64_t bindings[] = {range.address, range.address + 16, range.address + 32};
   // The process's first matrix product initialises MKL and OpenMP: a first
   // launch that long would decide at once (until the next check).
   absl::StatusOr<std::unique_ptr<Executable>> warm_up = PrepareSmallMm(**backend);
-  EXPECT_TRUE(warm_up.ok() && device.Dispatch(**warm_up, bindings, {}).ok());
+  EXPECT_TRUE(warm_up.ok() && device.Dispatch(**warm_up, 0, bindings, {}).ok());
   absl::StatusOr<std::unique_ptr<Executable>> mm = PrepareSmallMm(**backend);
   EXPECT_TRUE(mm.ok()) << mm.status();
   EXPECT_EQ((*mm)->status().host_threads, 0) << "undecided before its first launches";
   for (int launch = 0; launch < 3; ++launch) {
-    EXPECT_TRUE(device.Dispatch(**mm, bindings, {}).ok());
+    EXPECT_TRUE(device.Dispatch(**mm, 0, bindings, {}).ok());
   }
   const int threads = (*mm)->status().host_threads;
   EXPECT_TRUE(device.Release(range).ok());
@@ -126,12 +126,12 @@ TEST(SimBackendTest, RangesOutsideOrUnalignedAreRefused) {
   SimDevice& device = (*backend)->sim_device(0);
   const DeviceRange hbm = device.hbm();
 
-  EXPECT_EQ(device.Acquire({hbm.address + 100, kHbmPageBytes}).code(),
+  EXPECT_EQ(device.Acquire({hbm.address + 100, kHbmPageBytes}, 0).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(device.Acquire({hbm.end(), kHbmPageBytes}).code(), absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(device.Acquire({hbm.address - kHbmPageBytes, kHbmPageBytes}).code(),
+  EXPECT_EQ(device.Acquire({hbm.end(), kHbmPageBytes}, 0).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(device.Acquire({hbm.address - kHbmPageBytes, kHbmPageBytes}, 0).code(),
             absl::StatusCode::kOutOfRange);
-  EXPECT_EQ(device.Acquire({hbm.end() - kHbmPageBytes, 2 * kHbmPageBytes}).code(),
+  EXPECT_EQ(device.Acquire({hbm.end() - kHbmPageBytes, 2 * kHbmPageBytes}, 0).code(),
             absl::StatusCode::kOutOfRange);
 
   EXPECT_TRUE(device.arena().HostPointer(hbm.end() - 1, 1).ok());
@@ -165,7 +165,7 @@ TEST(SimBackendTest, CommitFailureIsResourceExhausted) {
   ASSERT_TRUE(backend.ok());
   EXPECT_CALL(sys_calls, Mprotect(_, _, _)).WillOnce(Return(testing::Fails(ENOMEM)));
   Device* device = (*backend)->devices()[0];
-  absl::Status status = device->Acquire({device->hbm().address, kHbmPageBytes});
+  absl::Status status = device->Acquire({device->hbm().address, kHbmPageBytes}, 0);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(status.message(), HasSubstr("cannot commit 65536 bytes"));
 }

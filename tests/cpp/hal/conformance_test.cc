@@ -49,7 +49,7 @@ class HalConformanceTest : public ::testing::TestWithParam<BackendCase> {
     ASSERT_FALSE(backend_->devices().empty());
     device_ = backend_->devices()[0];
     range_ = DeviceRange{.address = device_->hbm().address, .size = 4 * kHbmPageBytes};
-    ASSERT_TRUE(device_->Acquire(range_).ok());
+    ASSERT_TRUE(device_->Acquire(range_, 0).ok());
   }
   void TearDown() override {
     if (device_ != nullptr) {
@@ -175,11 +175,11 @@ TEST_P(HalConformanceTest, PreparedExecutablesDispatchWithTheirBindings) {
   Upload(0, {1, 2, 3, 4});
   Upload(16, {1, 0, 0, 1});
   const uint64_t bindings[] = {At(0), At(16), At(32)};
-  ASSERT_TRUE(device_->Dispatch(**mm, bindings, {}).ok());
+  ASSERT_TRUE(device_->Dispatch(**mm, 0, bindings, {}).ok());
   EXPECT_EQ(Download(32, 4), (std::vector<float>{1, 2, 3, 4}));
   // The same executable with other bindings: nothing of a launch stays.
   const uint64_t swapped[] = {At(16), At(0), At(48)};
-  ASSERT_TRUE(device_->Dispatch(**mm, swapped, {}).ok());
+  ASSERT_TRUE(device_->Dispatch(**mm, 0, swapped, {}).ok());
   EXPECT_EQ(Download(48, 4), (std::vector<float>{1, 2, 3, 4}));
 }
 
@@ -207,7 +207,7 @@ TEST_P(HalConformanceTest, OperatorErrorsCarryTheirTypeAndLeaveTheDeviceUsable) 
   absl::StatusOr<std::unique_ptr<Executable>> mm = backend_->PrepareExecutable(spec);
   ASSERT_TRUE(mm.ok()) << mm.status();
   const uint64_t bindings[] = {At(0), At(16), At(32)};
-  absl::Status status = device_->Dispatch(**mm, bindings, {});
+  absl::Status status = device_->Dispatch(**mm, 0, bindings, {});
   EXPECT_THAT(status.message(), HasSubstr("cannot be multiplied"));
   EXPECT_TRUE(status.GetPayload(kOperatorErrorTypePayload).has_value());
   Upload(0, {7});
@@ -225,7 +225,7 @@ TEST_P(HalConformanceTest, AResultOfOtherSizesThanPlannedIsAnOperatorError) {
   ASSERT_TRUE(mm.ok()) << mm.status();
   Upload(32, {5, 5, 5, 5});
   const uint64_t bindings[] = {At(0), At(16), At(32)};
-  absl::Status status = device_->Dispatch(**mm, bindings, {});
+  absl::Status status = device_->Dispatch(**mm, 0, bindings, {});
   EXPECT_THAT(status.message(), HasSubstr("where meta inference predicted [4]"));
   EXPECT_TRUE(status.GetPayload(kOperatorErrorTypePayload).has_value());
   EXPECT_EQ(Download(32, 4), (std::vector<float>{5, 5, 5, 5}));
@@ -254,12 +254,12 @@ TEST_P(HalConformanceTest, IndicesAKernelTrustsAreCheckedBeforeItFollowsThem) {
   ASSERT_TRUE(device_->CopyHostToDevice(At(48), hostile_offset2bag, sizeof(hostile_offset2bag))
                   .ok());
   const uint64_t bindings[] = {At(0), At(16), At(32), At(40), At(48), At(56)};
-  absl::Status status = device_->Dispatch(**backward, bindings, {});
+  absl::Status status = device_->Dispatch(**backward, 0, bindings, {});
   EXPECT_THAT(status.message(), HasSubstr("offset2bag holds 1099511627776, out of range [0, 2)"));
   EXPECT_EQ(status.GetPayload(kOperatorErrorTypePayload).value_or(absl::Cord()), "IndexError");
   const int64_t offset2bag[] = {0, 1};
   ASSERT_TRUE(device_->CopyHostToDevice(At(48), offset2bag, sizeof(offset2bag)).ok());
-  EXPECT_TRUE(device_->Dispatch(**backward, bindings, {}).ok());
+  EXPECT_TRUE(device_->Dispatch(**backward, 0, bindings, {}).ok());
 }
 
 // relu(a @ b) + a, written to output 2, and a's running update
@@ -293,7 +293,7 @@ TEST_P(HalConformanceTest, AGraphRunsItsNodesInOneDispatch) {
   Upload(0, {1, -2, 3, 4});
   Upload(16, {1, 0, 0, 1});
   const uint64_t bindings[] = {At(0), At(16), At(32)};
-  ASSERT_TRUE(device_->Dispatch(**graph, bindings, {}).ok());
+  ASSERT_TRUE(device_->Dispatch(**graph, 0, bindings, {}).ok());
   EXPECT_EQ(Download(32, 4), (std::vector<float>{2, -2, 6, 8}));
   // The input it wrote in place.
   EXPECT_EQ(Download(16, 4), (std::vector<float>{2, 0, 0, 2}));
@@ -326,7 +326,7 @@ TEST_P(HalConformanceTest, ANodesErrorNamesTheNodeAndLeavesTheDeviceUsable) {
   absl::StatusOr<std::unique_ptr<Executable>> prepared = backend_->PrepareExecutable(graph);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   const uint64_t bindings[] = {At(0), At(16), At(32)};
-  absl::Status status = device_->Dispatch(**prepared, bindings, {});
+  absl::Status status = device_->Dispatch(**prepared, 0, bindings, {});
   EXPECT_THAT(status.message(), HasSubstr("graph 'test' node 0 (aten::mm): "));
   EXPECT_THAT(status.message(), HasSubstr("cannot be multiplied"));
   EXPECT_TRUE(status.GetPayload(kOperatorErrorTypePayload).has_value());
@@ -349,7 +349,7 @@ TEST_P(HalConformanceTest, AGraphsRandomNumbersRepeatWithItsSeed) {
   ASSERT_TRUE(prepared.ok()) << prepared.status();
   auto run = [&](uint64_t seed, uint64_t first, uint64_t second) {
     const uint64_t bindings[] = {At(0), At(first), At(second)};
-    EXPECT_TRUE(device_->Dispatch(**prepared, bindings,
+    EXPECT_TRUE(device_->Dispatch(**prepared, 0, bindings,
                                   {reinterpret_cast<const uint8_t*>(&seed), sizeof(seed)})
                     .ok());
   };
