@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   CLI::App app{"neuron-rtd: the Neuron runtime daemon. It owns the host's NeuronCores and HBM "
                "and serves PyTorch processes (torch_neuronx) over a Unix socket."};
   std::string config_path;
-  std::string socket_path, sim_preset, log_level;
+  std::string socket_path, sim_preset, log_level, device_backend, nrt_library;
   int64_t logical_nc_config = 0;
   int64_t idle_exit_seconds = 0;
   std::string compiler_python, compiler_cache_dir;
@@ -78,6 +78,11 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket_path, "Unix socket to serve on (server.socket)");
   app.add_option("--sim-preset", sim_preset,
                  "simulated topology: dev, trn2.3xlarge, trn2.48xlarge, trn3 (sim.preset)");
+  app.add_option("--device-backend", device_backend,
+                 "sim (the simulated Trainium) or nrt (Trainium through libnrt) "
+                 "(device.backend)");
+  app.add_option("--nrt-library", nrt_library,
+                 "path of libnrt.so.1 for the nrt backend (device.nrt_library)");
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn, error, critical or off (log.level)");
   app.add_option("--logical-nc-config", logical_nc_config,
@@ -124,6 +129,8 @@ int main(int argc, char** argv) {
   if (app.count("--socket") > 0) overrides.socket_path = socket_path;
   if (app.count("--sim-preset") > 0) overrides.sim_preset = sim_preset;
   if (app.count("--log-level") > 0) overrides.log_level = log_level;
+  if (app.count("--device-backend") > 0) overrides.device_backend = device_backend;
+  if (app.count("--nrt-library") > 0) overrides.nrt_library = nrt_library;
   if (app.count("--logical-nc-config") > 0) overrides.logical_nc_config = logical_nc_config;
   if (app.count("--idle-exit") > 0) overrides.idle_exit_seconds = idle_exit_seconds;
   if (app.count("--compiler-python") > 0) overrides.compiler_python = compiler_python;

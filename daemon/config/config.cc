@@ -108,12 +108,27 @@ absl::Status ApplyLogLevel(const Value& value, DaemonConfig& config) {
 
 absl::Status ApplyBackend(const Value& value, DaemonConfig& config) {
   const auto& backend = std::get<std::string>(value);
-  if (backend == "hardware") {
-    return absl::InvalidArgumentError(
-        "the hardware backend is not part of this build; use \"sim\"");
+  if (backend != "sim" && backend != "nrt") {
+    return absl::InvalidArgumentError("must be \"sim\" or \"nrt\"");
   }
-  if (backend != "sim") return absl::InvalidArgumentError("must be \"sim\"");
   config.device.backend = backend;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyNrtLibrary(const Value& value, DaemonConfig& config) {
+  config.device.nrt_library = std::get<std::string>(value);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyNrtVisibleCores(const Value& value, DaemonConfig& config) {
+  const auto& cores = std::get<std::string>(value);
+  for (char c : cores) {
+    if ((c < '0' || c > '9') && c != '-' && c != ',') {
+      return absl::InvalidArgumentError(
+          "must list cores as NEURON_RT_VISIBLE_CORES does, e.g. \"0-7\" or \"4,5\"");
+    }
+  }
+  config.device.nrt_visible_cores = cores;
   return absl::OkStatus();
 }
 
@@ -182,6 +197,8 @@ constexpr std::array kKeys = {
     KeySpec{"log", "level", ValueKind::kString, ApplyLogLevel},
     KeySpec{"device", "backend", ValueKind::kString, ApplyBackend},
     KeySpec{"device", "logical_nc_config", ValueKind::kInteger, ApplyLogicalNcConfig},
+    KeySpec{"device", "nrt_library", ValueKind::kString, ApplyNrtLibrary},
+    KeySpec{"device", "nrt_visible_cores", ValueKind::kString, ApplyNrtVisibleCores},
     KeySpec{"sim", "preset", ValueKind::kString, ApplySimPreset},
     KeySpec{"sim", "max_launch_host_bytes", ValueKind::kInteger,
             kSimKey<&SimConfig::max_launch_host_bytes, 1 << 20, kTiB>},
@@ -431,6 +448,8 @@ absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& conf
       {"--socket", overrides.socket_path, "server", "socket"},
       {"--sim-preset", overrides.sim_preset, "sim", "preset"},
       {"--log-level", overrides.log_level, "log", "level"},
+      {"--device-backend", overrides.device_backend, "device", "backend"},
+      {"--nrt-library", overrides.nrt_library, "device", "nrt_library"},
       {"--compiler-python", overrides.compiler_python, "compiler", "python"},
       {"--compiler-cache-dir", overrides.compiler_cache_dir, "compiler", "cache_dir"},
   };

@@ -42,10 +42,16 @@ struct LogConfig {
 };
 
 struct DeviceConfig {
+  // "sim" or "nrt".
   std::string backend = "sim";
   // Physical NeuronCores per logical core (NEURON_LOGICAL_NC_CONFIG): 1 or 2;
   // 0 takes the platform's default.
   uint32_t logical_nc_config = 0;
+  // nrt: libnrt's path (empty: libnrt.so.1, then
+  // /opt/aws/neuron/lib/libnrt.so.1) and the cores to own
+  // (NEURON_RT_VISIBLE_CORES syntax; empty: the environment's, else all).
+  std::string nrt_library;
+  std::string nrt_visible_cores;
 };
 
 struct SimConfig {
@@ -148,6 +154,8 @@ struct ConfigOverrides {
   std::optional<std::string> socket_path;   // --socket
   std::optional<std::string> sim_preset;    // --sim-preset
   std::optional<std::string> log_level;     // --log-level
+  std::optional<std::string> device_backend;  // --device-backend
+  std::optional<std::string> nrt_library;     // --nrt-library
   std::optional<int64_t> logical_nc_config; // --logical-nc-config
   std::optional<int64_t> idle_exit_seconds; // --idle-exit
   std::optional<std::string> compiler_python;       // --compiler-python

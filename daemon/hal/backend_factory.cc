@@ -1,6 +1,7 @@
 #include "daemon/hal/backend_factory.h"
 
 #include "absl/strings/str_format.h"
+#include "daemon/hal/nrt/nrt_backend.h"
 #include "daemon/hal/sim/sim_backend.h"
 
 namespace neuron::rtd::hal {
@@ -21,8 +22,21 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
     if (!backend.ok()) return backend.status();
     return std::unique_ptr<Backend>(*std::move(backend));
   }
-  return absl::InvalidArgumentError(
-      absl::StrFormat("device backend \"%s\" is not known; this build has \"sim\"", options.kind));
+  if (options.kind == "nrt") {
+    nrt::NrtOptions nrt_options{
+        .visible_cores = options.nrt_visible_cores,
+        .logical_nc_config = options.logical_nc_config,
+        .host_launch = {.max_host_bytes = options.sim_max_launch_host_bytes,
+                        .parallel_min_ns = int64_t{options.sim_parallel_launch_min_us} * 1000},
+        .graph_compiler = options.graph_compiler};
+    if (!options.nrt_library.empty()) nrt_options.library_candidates = {options.nrt_library};
+    absl::StatusOr<std::unique_ptr<nrt::NrtBackend>> backend =
+        nrt::CreateNrtBackend(nrt_options, sys_calls);
+    if (!backend.ok()) return backend.status();
+    return std::unique_ptr<Backend>(*std::move(backend));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "device backend \"%s\" is not known; this build has \"sim\" and \"nrt\"", options.kind));
 }
 
 }  // namespace neuron::rtd::hal

@@ -15,7 +15,7 @@
 namespace neuron::rtd::hal {
 
 struct BackendOptions {
-  // "sim" (the simulated Trainium); "nrt" (libnrt) is not built yet.
+  // "sim" (the simulated Trainium) or "nrt" (real Trainium through libnrt).
   std::string kind = "sim";
   // Physical NeuronCores per logical core; 0 takes the platform's default.
   uint32_t logical_nc_config = 0;
@@ -26,6 +26,11 @@ struct BackendOptions {
   // Sim executables whose launches take less than this on one host thread
   // run them on one (sim::LaunchParallelism); 0: never.
   uint32_t sim_parallel_launch_min_us = 400;
+  // nrt: where libnrt is (empty: libnrt.so.1, then
+  // /opt/aws/neuron/lib/libnrt.so.1) and the cores to own (empty: the
+  // environment's NEURON_RT_VISIBLE_CORES, else all).
+  std::string nrt_library;
+  std::string nrt_visible_cores;
   // Compiles hot graphs for a backend that runs them on the host (tier 1);
   // null: graphs stay interpreted. Outlives the backend.
   compiler::GraphCompiler* graph_compiler = nullptr;

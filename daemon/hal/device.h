@@ -105,6 +105,12 @@ class Backend {
 // The HBM granularity of Acquire/Release: ranges must be aligned to it.
 inline constexpr uint64_t kHbmPageBytes = 64 * 1024;
 
+// Device virtual addresses of every backend: chip i's memory starts at
+// kDeviceAddressBase + i * kDeviceAddressStride. The range is non-canonical
+// on x86-64 and AArch64, so no host pointer can ever equal a device address.
+inline constexpr uint64_t kDeviceAddressBase = 0x4e00'0000'0000'0000;
+inline constexpr uint64_t kDeviceAddressStride = uint64_t{1} << 40;
+
 // The absl::Status payload that carries the Python exception type of an
 // operator's error ("IndexError", "ValueError", "TypeError",
 // "NotImplementedError", "LinAlgError"; absent for a plain RuntimeError).

@@ -216,6 +216,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
                                                  config.sim.max_launch_host_bytes,
                                              .sim_parallel_launch_min_us =
                                                  config.sim.parallel_launch_min_us,
+                                             .nrt_library = config.device.nrt_library,
+                                             .nrt_visible_cores = config.device.nrt_visible_cores,
                                              .graph_compiler = graph_compiler.get()},
                          sys_calls);
   if (!backend.ok()) return backend.status();

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "absl/status/status.h"
+#include "daemon/hal/reduction.h"
 #include "daemon/hal/sim/hbm_arena.h"
 
 namespace neuron::rtd::hal::sim {
@@ -15,6 +16,19 @@ namespace neuron::rtd::hal::sim {
 // element count.
 absl::Status RunAddF32(HbmArena& arena, std::span<const uint64_t> arguments,
                        std::span<const uint8_t> scalars);
+
+// Memory of a reduction's operand in an arena (a sim device's HBM, or the
+// host mirror of another backend's).
+struct ArenaOperand {
+  HbmArena* arena = nullptr;
+  uint64_t address = 0;
+};
+
+// The collective engine's reduction (Device::Reduce) over arenas: every
+// source into `destination` of `destination_arena`, which may be
+// sources[0] and no other source.
+absl::Status ReduceInArenas(const Reduction& reduction, HbmArena& destination_arena,
+                            uint64_t destination, std::span<const ArenaOperand> sources);
 
 }  // namespace neuron::rtd::hal::sim
 

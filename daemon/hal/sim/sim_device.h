@@ -12,12 +12,6 @@
 
 namespace neuron::rtd::hal::sim {
 
-// Device virtual addresses of simulated HBM: chip i's memory starts at
-// kDeviceAddressBase + i * kDeviceAddressStride. The range is non-canonical
-// on x86-64 and AArch64, so no host pointer can ever equal a device address.
-inline constexpr uint64_t kDeviceAddressBase = 0x4e00'0000'0000'0000;
-inline constexpr uint64_t kDeviceAddressStride = uint64_t{1} << 40;
-
 class SimDevice final : public Device {
  public:
   SimDevice(DeviceInfo info, std::unique_ptr<HbmArena> arena, LaunchSettings launch_settings)

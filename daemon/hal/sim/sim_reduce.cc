@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "daemon/hal/sim/aten_kernels.h"
 #include "daemon/hal/sim/aten_memory.h"
 #include "daemon/hal/sim/sim_device.h"
 
@@ -57,8 +58,8 @@ void Accumulate(ReduceOp op, at::Tensor& accumulator, const at::Tensor& operand,
 
 }  // namespace
 
-absl::Status SimDevice::Reduce(const Reduction& reduction, uint64_t destination,
-                               std::span<const ReduceOperand> sources) {
+absl::Status ReduceInArenas(const Reduction& reduction, HbmArena& destination_arena,
+                            uint64_t destination, std::span<const ArenaOperand> sources) {
   if (sources.empty()) return absl::InvalidArgumentError("a reduction needs a source");
   const at::ScalarType dtype = AtenType(reduction.type);
   const bool floating = at::isFloatingType(dtype);
@@ -66,16 +67,12 @@ absl::Status SimDevice::Reduce(const Reduction& reduction, uint64_t destination,
     return absl::InvalidArgumentError("PREMUL_SUM reduces floating-point tensors only");
   }
   const auto count = static_cast<int64_t>(reduction.count);
-  absl::StatusOr<at::Tensor> out = WrapHbm(*arena_, destination, {count}, dtype);
+  absl::StatusOr<at::Tensor> out = WrapHbm(destination_arena, destination, {count}, dtype);
   if (!out.ok()) return out.status();
   std::vector<at::Tensor> inputs;
   inputs.reserve(sources.size());
-  for (const ReduceOperand& source : sources) {
-    auto* device = dynamic_cast<SimDevice*>(source.device);
-    if (device == nullptr) {
-      return absl::InvalidArgumentError("a reduction between devices of different backends");
-    }
-    absl::StatusOr<at::Tensor> input = WrapHbm(device->arena(), source.address, {count}, dtype);
+  for (const ArenaOperand& source : sources) {
+    absl::StatusOr<at::Tensor> input = WrapHbm(*source.arena, source.address, {count}, dtype);
     if (!input.ok()) return input.status();
     inputs.push_back(*std::move(input));
   }
@@ -88,7 +85,7 @@ absl::Status SimDevice::Reduce(const Reduction& reduction, uint64_t destination,
     } else if (sums && inputs.size() > 1) {
       at::add_out(result, inputs[0], inputs[1]);
       next = 2;
-    } else if (destination != sources[0].address || sources[0].device != this) {
+    } else if (destination != sources[0].address || sources[0].arena != &destination_arena) {
       result.copy_(inputs[0]);
     }
     for (size_t i = next; i < inputs.size(); ++i) {
@@ -110,6 +107,20 @@ absl::Status SimDevice::Reduce(const Reduction& reduction, uint64_t destination,
                                                c10::toString(dtype), error.what_without_backtrace()));
   }
   return absl::OkStatus();
+}
+
+absl::Status SimDevice::Reduce(const Reduction& reduction, uint64_t destination,
+                               std::span<const ReduceOperand> sources) {
+  std::vector<ArenaOperand> operands;
+  operands.reserve(sources.size());
+  for (const ReduceOperand& source : sources) {
+    auto* device = dynamic_cast<SimDevice*>(source.device);
+    if (device == nullptr) {
+      return absl::InvalidArgumentError("a reduction between devices of different backends");
+    }
+    operands.push_back(ArenaOperand{.arena = &device->arena(), .address = source.address});
+  }
+  return ReduceInArenas(reduction, *arena_, destination, operands);
 }
 
 }  // namespace neuron::rtd::hal::sim

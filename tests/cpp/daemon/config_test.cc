@@ -37,8 +37,10 @@ shutdown_timeout_ms = 250
 level = "debug"
 
 [device]
-backend = "sim"
+backend = "nrt"
 logical_nc_config = 1
+nrt_library = "/opt/aws/neuron/lib/libnrt.so.1"
+nrt_visible_cores = "4-7"
 
 [sim]
 preset = "trn2.48xlarge"
@@ -52,6 +54,9 @@ parallel_launch_min_us = 0
   EXPECT_EQ(config->server.shutdown_timeout_ms, 250u);
   EXPECT_EQ(config->log.level, "debug");
   EXPECT_EQ(config->device.logical_nc_config, 1u);
+  EXPECT_EQ(config->device.backend, "nrt");
+  EXPECT_EQ(config->device.nrt_library, "/opt/aws/neuron/lib/libnrt.so.1");
+  EXPECT_EQ(config->device.nrt_visible_cores, "4-7");
   EXPECT_EQ(config->sim.preset, "trn2.48xlarge");
   EXPECT_EQ(config->sim.parallel_launch_min_us, 0u);
 }
@@ -218,8 +223,8 @@ TEST(ConfigTest, BadValuesAreRefusedWithReason) {
   };
   const Case cases[] = {
       {"[device]\nlogical_nc_config = 3\n", "must be 1 or 2"},
-      {"[device]\nbackend = \"hardware\"\n", "not part of this build"},
-      {"[device]\nbackend = \"gpu\"\n", "must be \"sim\""},
+      {"[device]\nbackend = \"gpu\"\n", "must be \"sim\" or \"nrt\""},
+      {"[device]\nnrt_visible_cores = \"all\"\n", "as NEURON_RT_VISIBLE_CORES does"},
       {"[log]\nlevel = \"loud\"\n", "must be one of trace, debug, info"},
       {"[server]\nsocket = \"relative.sock\"\n", "must be an absolute path"},
       {"[server]\nsocket = \"/" + std::string(120, 'x') + "\"\n", "at most 107"},
@@ -268,7 +273,11 @@ TEST(ConfigTest, FlagsOverrideTheFile) {
   overrides.sim_preset = "trn2.3xlarge";
   overrides.socket_path = "/tmp/x.sock";
   overrides.logical_nc_config = 1;
+  overrides.device_backend = "nrt";
+  overrides.nrt_library = "/tmp/libnrt.so.1";
   ASSERT_TRUE(ApplyOverrides(overrides, *config).ok());
+  EXPECT_EQ(config->device.backend, "nrt");
+  EXPECT_EQ(config->device.nrt_library, "/tmp/libnrt.so.1");
   EXPECT_EQ(config->sim.preset, "trn2.3xlarge");
   EXPECT_EQ(config->server.socket_path, "/tmp/x.sock");
   EXPECT_EQ(config->device.logical_nc_config, 1u);

@@ -4,7 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +31,31 @@ const BackendCase kBackends[] = {
     {"sim_dev", BackendOptions{.kind = "sim", .logical_nc_config = 0, .sim_preset = "dev"}},
     {"sim_trn2_3xlarge",
      BackendOptions{.kind = "sim", .logical_nc_config = 0, .sim_preset = "trn2.3xlarge"}},
+    // Real Trainium's backend over the fake libnrt of tests/fake_nrt: 8
+    // logical cores (two chips at LNC 2) of 64 MiB each.
+    {"nrt_fake", BackendOptions{.kind = "nrt", .nrt_library = NEURON_FAKE_NRT_LIBRARY}},
 };
+
+// The fake libnrt's instance, private to this test process: parallel tests
+// must not compete for its cores.
+class FakeNrtEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    char directory[] = "/tmp/fake-nrt-conformance-XXXXXX";
+    ASSERT_NE(::mkdtemp(directory), nullptr);
+    directory_ = directory;
+    ::setenv("FAKE_NRT_DIR", directory, 1);
+    ::setenv("FAKE_NRT_CORES", "8", 1);
+    ::setenv("FAKE_NRT_HBM_BYTES", "67108864", 1);
+    ::unsetenv("NEURON_RT_VISIBLE_CORES");
+  }
+  void TearDown() override { std::filesystem::remove_all(directory_); }
+
+ private:
+  std::string directory_;
+};
+
+const auto* const kFakeNrt = ::testing::AddGlobalTestEnvironment(new FakeNrtEnvironment);
 
 constexpr int32_t kFloat32 = 6;  // c10::ScalarType::Float
 
@@ -94,6 +121,53 @@ TEST_P(HalConformanceTest, CopiesRoundTripAndDeviceToDeviceMayOverlap) {
   ASSERT_TRUE(device_->CopyDeviceToDevice(At(1), *device_, At(0), 3 * 4).ok());
   EXPECT_EQ(Download(0, 4), (std::vector<float>{1, 1, 2, 3}));
   EXPECT_TRUE(device_->CopyHostToDevice(At(0), nullptr, 0).ok());
+}
+
+TEST_P(HalConformanceTest, AcquiredMemoryReadsAsZerosWhateverItHeldBefore) {
+  const DeviceRange other{.address = range_.end(), .size = kHbmPageBytes};
+  ASSERT_TRUE(device_->Acquire(other, 0).ok());
+  const std::vector<uint8_t> secret(kHbmPageBytes, 0x5c);
+  ASSERT_TRUE(device_->CopyHostToDevice(other.address, secret.data(), secret.size()).ok());
+  ASSERT_TRUE(device_->Release(other).ok());
+  ASSERT_TRUE(device_->Acquire(other, 0).ok());
+  std::vector<uint8_t> read(kHbmPageBytes, 1);
+  ASSERT_TRUE(device_->CopyDeviceToHost(read.data(), other.address, read.size()).ok());
+  EXPECT_EQ(read, std::vector<uint8_t>(kHbmPageBytes, 0));
+  EXPECT_TRUE(device_->Release(other).ok());
+}
+
+TEST_P(HalConformanceTest, CopiesReachMemoryOfEveryCoreAndDevice) {
+  // A range in the HBM of each core of each device; a value travels through
+  // all of them, device to device.
+  std::vector<std::pair<Device*, DeviceRange>> ranges;
+  for (Device* device : backend_->devices()) {
+    for (uint32_t core = 0; core < device->info().logical_cores(); ++core) {
+      const DeviceRange range{.address = device->hbm().address + (8 + core) * kHbmPageBytes,
+                              .size = kHbmPageBytes};
+      ASSERT_TRUE(device->Acquire(range, core).ok()) << device->info().index << " " << core;
+      ranges.emplace_back(device, range);
+    }
+  }
+  const std::vector<float> values = {3, 1, 4, 1, 5, 9, 2, 6};
+  ASSERT_TRUE(ranges[0]
+                  .first->CopyHostToDevice(ranges[0].second.address, values.data(),
+                                           values.size() * 4)
+                  .ok());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    ASSERT_TRUE(ranges[i]
+                    .first
+                    ->CopyDeviceToDevice(ranges[i].second.address, *ranges[i - 1].first,
+                                         ranges[i - 1].second.address, values.size() * 4)
+                    .ok())
+        << i;
+  }
+  std::vector<float> out(values.size());
+  ASSERT_TRUE(ranges.back()
+                  .first->CopyDeviceToHost(out.data(), ranges.back().second.address,
+                                           out.size() * 4)
+                  .ok());
+  EXPECT_EQ(out, values);
+  for (auto& [device, range] : ranges) EXPECT_TRUE(device->Release(range).ok());
 }
 
 TEST_P(HalConformanceTest, TheCollectiveEngineReducesEveryOperandInPlaceOrNot) {

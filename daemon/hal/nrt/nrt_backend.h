@@ -1,0 +1,68 @@
+// The real Trainium backend: the NeuronCores and HBM of this host through
+// AWS's runtime library, libnrt, loaded at run time. The daemon owns every
+// core it is given (libnrt allows one process per core) and shares them
+// among its clients.
+#ifndef NEURON_RTD_DAEMON_HAL_NRT_NRT_BACKEND_H_
+#define NEURON_RTD_DAEMON_HAL_NRT_NRT_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "daemon/common/os_sys_calls.h"
+#include "daemon/compiler/graph_compiler.h"
+#include "daemon/hal/device.h"
+#include "daemon/hal/nrt/nrt_device.h"
+#include "daemon/hal/nrt/nrt_runtime.h"
+#include "daemon/hal/sim/sim_executable.h"
+
+namespace neuron::rtd::hal::nrt {
+
+struct NrtOptions {
+  // Where libnrt is: tried in order (names as dlopen searches them).
+  std::vector<std::string> library_candidates = {"libnrt.so.1",
+                                                 "/opt/aws/neuron/lib/libnrt.so.1"};
+  // The cores to own (NEURON_RT_VISIBLE_CORES syntax, "0-7"); empty: the
+  // environment's NEURON_RT_VISIBLE_CORES, else every core of the host.
+  std::string visible_cores;
+  // Physical cores per logical core (NEURON_LOGICAL_NC_CONFIG); 0: the
+  // environment's, else the platform's (2 on trn2).
+  uint32_t logical_nc_config = 0;
+  // How the host execution path runs the sim's kernels.
+  sim::LaunchSettings host_launch;
+  // Compiles hot graphs of the host execution path; may be null.
+  compiler::GraphCompiler* graph_compiler = nullptr;
+};
+
+class NrtBackend final : public Backend {
+ public:
+  NrtBackend(std::shared_ptr<const NrtRuntime> runtime,
+             std::vector<std::unique_ptr<NrtDevice>> devices,
+             compiler::GraphCompiler* graph_compiler);
+
+  BackendKind kind() const override { return BackendKind::kHardware; }
+  std::span<Device* const> devices() const override { return device_views_; }
+  absl::StatusOr<std::unique_ptr<Executable>> PrepareExecutable(
+      const ExecutableSpec& spec) override;
+
+  const NrtLibrary& library() const { return runtime_->library(); }
+
+ private:
+  std::shared_ptr<const NrtRuntime> runtime_;
+  std::vector<std::unique_ptr<NrtDevice>> devices_;
+  std::vector<Device*> device_views_;
+  compiler::GraphCompiler* const graph_compiler_;
+};
+
+// Loads libnrt and takes the cores: NEURON_RT_VISIBLE_CORES and
+// NEURON_LOGICAL_NC_CONFIG set from `options`, the host's core count (0: no
+// Trainium here), nrt_init, the cores this process got, grouped by chip.
+// FAILED_PRECONDITION naming the cause (no library, no cores, cores held by
+// another process and how to find it).
+absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& options,
+                                                             OsSysCalls& sys_calls);
+
+}  // namespace neuron::rtd::hal::nrt
+
+#endif  // NEURON_RTD_DAEMON_HAL_NRT_NRT_BACKEND_H_

@@ -1,0 +1,321 @@
+#include "daemon/hal/nrt/nrt_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "daemon/hal/sim/aten_kernels.h"
+#include "daemon/hal/sim/engine_attribution.h"
+#include "neuron/rtd/abi/command_ring.h"
+
+namespace neuron::rtd::hal::nrt {
+namespace {
+
+// Copies between cores, and fills without nrt_tensor_memset, go through
+// host buffers of at most this size.
+constexpr uint64_t kBounceBytes = 4ull << 20;
+
+}  // namespace
+
+NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<const NrtRuntime> runtime,
+                     std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
+                     sim::LaunchSettings host_launch)
+    : info_(std::move(info)),
+      hbm_(hbm),
+      runtime_(std::move(runtime)),
+      vncs_(std::move(vncs)),
+      mirror_(std::move(mirror)),
+      host_launch_(host_launch),
+      core_locks_(new absl::Mutex[vncs_.size()]) {}
+
+NrtDevice::~NrtDevice() {
+  absl::MutexLock lock(&segments_mutex_);
+  for (auto& [address, segment] : segments_) runtime_->api().tensor_free(&segment.tensor);
+}
+
+absl::Mutex& NrtDevice::CoreLock(int32_t vnc) const {
+  const auto it = std::find(vncs_.begin(), vncs_.end(), vnc);
+  return core_locks_[it == vncs_.end() ? 0 : it - vncs_.begin()];
+}
+
+absl::StatusOr<NrtDevice::Located> NrtDevice::Locate(uint64_t address, uint64_t bytes) const {
+  absl::ReaderMutexLock lock(&segments_mutex_);
+  auto it = segments_.upper_bound(address);
+  if (it != segments_.begin()) {
+    --it;
+    const uint64_t offset = address - it->first;
+    if (offset < it->second.size && bytes <= it->second.size - offset) {
+      return Located{.tensor = it->second.tensor, .offset = offset, .vnc = it->second.vnc};
+    }
+  }
+  return absl::OutOfRangeError(absl::StrFormat(
+      "device %d: [0x%x, +%d) is not inside one acquired segment", info_.index, address, bytes));
+}
+
+absl::Status NrtDevice::Acquire(DeviceRange range, uint32_t core) {
+  if (core >= vncs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("device %d has %d cores; there is no core %d", info_.index,
+                        vncs_.size(), core));
+  }
+  if (absl::Status committed = mirror_->Commit(range); !committed.ok()) return committed;
+  const int32_t vnc = vncs_[core];
+  const NrtApi& api = runtime_->api();
+  nrt_tensor_t* tensor = nullptr;
+  {
+    absl::MutexLock lock(&core_locks_[core]);
+    NRT_STATUS status = api.tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, vnc, range.size,
+                                            "neuron-rtd segment", &tensor);
+    absl::Status allocated = runtime_->library().ToStatus(
+        status, absl::StrFormat("allocating %d bytes of HBM on device %d core %d", range.size,
+                                info_.index, core));
+    if (allocated.ok()) {
+      // A new tensor holds whatever its memory held: another session's data.
+      if (api.tensor_memset != nullptr) {
+        status = api.tensor_memset(tensor, 0, 0, range.size);
+      } else {
+        const std::vector<char> zeros(std::min(range.size, kBounceBytes), 0);
+        for (uint64_t done = 0; done < range.size && status == NRT_SUCCESS;
+             done += zeros.size()) {
+          status = api.tensor_write(tensor, zeros.data(), done,
+                                    std::min<uint64_t>(zeros.size(), range.size - done));
+        }
+      }
+      allocated = runtime_->library().ToStatus(status, "clearing a new segment");
+      if (!allocated.ok()) api.tensor_free(&tensor);
+    }
+    if (!allocated.ok()) {
+      mirror_->Decommit(range).IgnoreError();
+      return allocated;
+    }
+  }
+  absl::MutexLock lock(&segments_mutex_);
+  segments_[range.address] = Segment{.tensor = tensor, .size = range.size, .vnc = vnc};
+  return absl::OkStatus();
+}
+
+absl::Status NrtDevice::Release(DeviceRange range) {
+  Segment segment;
+  {
+    absl::MutexLock lock(&segments_mutex_);
+    auto it = segments_.find(range.address);
+    if (it == segments_.end() || it->second.size != range.size) {
+      return absl::InternalError(absl::StrFormat(
+          "device %d: releasing [0x%x, +%d), which was not acquired", info_.index,
+          range.address, range.size));
+    }
+    segment = it->second;
+    segments_.erase(it);
+  }
+  {
+    absl::MutexLock lock(&CoreLock(segment.vnc));
+    runtime_->api().tensor_free(&segment.tensor);
+  }
+  return mirror_->Decommit(range);
+}
+
+absl::Status NrtDevice::CopyHostToDevice(uint64_t device_address, const void* host,
+                                         uint64_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  absl::StatusOr<Located> at = Locate(device_address, bytes);
+  if (!at.ok()) return at.status();
+  absl::MutexLock lock(&CoreLock(at->vnc));
+  return runtime_->library().ToStatus(
+      runtime_->api().tensor_write(at->tensor, host, at->offset, bytes), "nrt_tensor_write");
+}
+
+absl::Status NrtDevice::CopyDeviceToHost(void* host, uint64_t device_address, uint64_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  absl::StatusOr<Located> at = Locate(device_address, bytes);
+  if (!at.ok()) return at.status();
+  absl::MutexLock lock(&CoreLock(at->vnc));
+  return runtime_->library().ToStatus(
+      runtime_->api().tensor_read(at->tensor, host, at->offset, bytes), "nrt_tensor_read");
+}
+
+absl::Status NrtDevice::CopyDeviceToDevice(uint64_t device_address, Device& source,
+                                           uint64_t source_address, uint64_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  auto* from_device = dynamic_cast<NrtDevice*>(&source);
+  if (from_device == nullptr) {
+    return absl::InvalidArgumentError("device-to-device copy between different backends");
+  }
+  absl::StatusOr<Located> to = Locate(device_address, bytes);
+  if (!to.ok()) return to.status();
+  absl::StatusOr<Located> from = from_device->Locate(source_address, bytes);
+  if (!from.ok()) return from.status();
+  if (from_device == this && from->vnc == to->vnc) {
+    absl::MutexLock lock(&CoreLock(to->vnc));
+    return runtime_->library().ToStatus(
+        runtime_->api().tensor_copy(from->tensor, from->offset, to->tensor, to->offset, bytes),
+        "nrt_tensor_copy");
+  }
+  // libnrt copies device to device only within one core's HBM. Chunks in
+  // address order, so that overlapping ranges of one tensor (impossible
+  // across cores) cannot arise here.
+  std::vector<char> bounce(std::min(bytes, kBounceBytes));
+  for (uint64_t done = 0; done < bytes; done += bounce.size()) {
+    const uint64_t chunk = std::min<uint64_t>(bounce.size(), bytes - done);
+    {
+      absl::MutexLock lock(&from_device->CoreLock(from->vnc));
+      if (absl::Status read = runtime_->library().ToStatus(
+              runtime_->api().tensor_read(from->tensor, bounce.data(), from->offset + done,
+                                          chunk),
+              "nrt_tensor_read");
+          !read.ok()) {
+        return read;
+      }
+    }
+    absl::MutexLock lock(&CoreLock(to->vnc));
+    if (absl::Status written = runtime_->library().ToStatus(
+            runtime_->api().tensor_write(to->tensor, bounce.data(), to->offset + done, chunk),
+            "nrt_tensor_write");
+        !written.ok()) {
+      return written;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NrtDevice::Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
+                             uint32_t pattern_bytes) {
+  if (absl::Status valid = CheckFill(bytes, pattern_bytes); !valid.ok()) return valid;
+  if (bytes == 0) return absl::OkStatus();
+  absl::StatusOr<Located> at = Locate(device_address, bytes);
+  if (!at.ok()) return at.status();
+  const NrtApi& api = runtime_->api();
+  absl::MutexLock lock(&CoreLock(at->vnc));
+  if (pattern_bytes == 1 && api.tensor_memset != nullptr) {
+    return runtime_->library().ToStatus(
+        api.tensor_memset(at->tensor, at->offset, static_cast<int>(pattern & 0xff), bytes),
+        "nrt_tensor_memset");
+  }
+  const uint64_t chunk_bytes = std::min(bytes, kBounceBytes / pattern_bytes * pattern_bytes);
+  std::vector<char> chunk(chunk_bytes);
+  for (uint64_t offset = 0; offset < chunk_bytes; offset += pattern_bytes) {
+    std::memcpy(chunk.data() + offset, &pattern, pattern_bytes);
+  }
+  for (uint64_t done = 0; done < bytes; done += chunk_bytes) {
+    const uint64_t length = std::min(chunk_bytes, bytes - done);
+    if (absl::Status written = runtime_->library().ToStatus(
+            api.tensor_write(at->tensor, chunk.data(), at->offset + done, length),
+            "nrt_tensor_write");
+        !written.ok()) {
+      return written;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NrtDevice::ReadToMirror(uint64_t address, uint64_t bytes) {
+  absl::StatusOr<void*> host = mirror_->HostPointer(address, bytes);
+  if (!host.ok()) return host.status();
+  return CopyDeviceToHost(*host, address, bytes);
+}
+
+absl::Status NrtDevice::WriteFromMirror(uint64_t address, uint64_t bytes) {
+  absl::StatusOr<void*> host = mirror_->HostPointer(address, bytes);
+  if (!host.ok()) return host.status();
+  return CopyHostToDevice(address, *host, bytes);
+}
+
+absl::Status NrtDevice::Reduce(const Reduction& reduction, uint64_t destination,
+                               std::span<const ReduceOperand> sources) {
+  const uint64_t bytes = reduction.count * ElementBytes(reduction.type);
+  std::vector<NrtDevice*> devices{this};
+  std::vector<sim::ArenaOperand> operands;
+  for (const ReduceOperand& source : sources) {
+    auto* device = dynamic_cast<NrtDevice*>(source.device);
+    if (device == nullptr) {
+      return absl::InvalidArgumentError("a reduction between devices of different backends");
+    }
+    devices.push_back(device);
+    operands.push_back(sim::ArenaOperand{.arena = device->mirror_.get(), .address = source.address});
+  }
+  // Each chip's mirror once, in index order: two reductions never wait on
+  // each other's locks.
+  std::sort(devices.begin(), devices.end(),
+            [](NrtDevice* a, NrtDevice* b) { return a->info_.index < b->info_.index; });
+  devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  std::vector<std::unique_ptr<absl::MutexLock>> locks;
+  for (NrtDevice* device : devices) {
+    locks.push_back(std::make_unique<absl::MutexLock>(&device->host_mutex_));
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto* device = static_cast<NrtDevice*>(sources[i].device);
+    if (absl::Status read = device->ReadToMirror(sources[i].address, bytes); !read.ok()) {
+      return read;
+    }
+  }
+  if (absl::Status read = ReadToMirror(destination, bytes); !read.ok()) return read;
+  host_launches_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::Status reduced = sim::ReduceInArenas(reduction, *mirror_, destination, operands);
+      !reduced.ok()) {
+    return reduced;
+  }
+  return WriteFromMirror(destination, bytes);
+}
+
+absl::Status NrtDevice::RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
+                                   std::span<const uint8_t> scalars) {
+  if (executable_id != NEURON_RTD_EXEC_BUILTIN_ADD_F32) {
+    return absl::NotFoundError(absl::StrFormat("no built-in executable %d", executable_id));
+  }
+  absl::StatusOr<uint64_t> count = BuiltinAddF32Count(arguments, scalars);
+  if (!count.ok()) return count.status();
+  absl::MutexLock lock(&host_mutex_);
+  for (uint64_t address : arguments) {
+    if (absl::Status read = ReadToMirror(address, *count * sizeof(float)); !read.ok()) {
+      return read;
+    }
+  }
+  host_launches_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::Status ran = sim::RunAddF32(*mirror_, arguments, scalars); !ran.ok()) return ran;
+  return WriteFromMirror(arguments[2], *count * sizeof(float));
+}
+
+absl::Status NrtDevice::RunOnHost(const HostExecutable& executable,
+                                  std::span<const uint64_t> bindings,
+                                  std::span<const uint8_t> immediates) {
+  absl::MutexLock lock(&host_mutex_);
+  for (const TensorLayout& layout : executable.bound_tensors()) {
+    const uint64_t extent = TensorExtentBytes(layout);
+    if (extent == 0) continue;
+    if (absl::Status read = ReadToMirror(bindings[layout.address_index], extent); !read.ok()) {
+      return read;
+    }
+  }
+  host_launches_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status ran = executable.executable().Run(*mirror_, bindings, immediates, host_launch_);
+  // An operator error leaves device memory as it was: nothing is written back.
+  if (!ran.ok()) return ran;
+  for (const TensorLayout& layout : executable.executable().written_tensors()) {
+    const uint64_t extent = TensorExtentBytes(layout);
+    if (extent == 0) continue;
+    if (absl::Status written = WriteFromMirror(bindings[layout.address_index], extent);
+        !written.ok()) {
+      return written;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NrtDevice::Dispatch(const Executable& executable, uint32_t core,
+                                 std::span<const uint64_t> bindings,
+                                 std::span<const uint8_t> immediates) {
+  if (core >= vncs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("device %d has no core %d", info_.index, core));
+  }
+  if (const auto* host = dynamic_cast<const HostExecutable*>(&executable)) {
+    return RunOnHost(*host, bindings, immediates);
+  }
+  return absl::InvalidArgumentError("the executable was not prepared by the nrt backend");
+}
+
+Engine NrtDevice::EngineOf(uint16_t opcode, std::string_view op_name) const {
+  return sim::SimEngineOf(opcode, op_name);
+}
+
+}  // namespace neuron::rtd::hal::nrt

@@ -1,0 +1,120 @@
+// One Trainium chip driven through libnrt: its HBM as one libnrt device
+// tensor per segment, copies as tensor reads and writes straight from the
+// daemon's shared memory, and the host execution path for what libnrt cannot
+// run (operators and graphs that no compiler has turned into NEFFs): the
+// launch's tensors are read into a host mirror of the chip's HBM, the sim's
+// ATen code runs on the mirror, and what it wrote is written back.
+#ifndef NEURON_RTD_DAEMON_HAL_NRT_NRT_DEVICE_H_
+#define NEURON_RTD_DAEMON_HAL_NRT_NRT_DEVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/hal/device.h"
+#include "daemon/hal/nrt/nrt_runtime.h"
+#include "daemon/hal/sim/hbm_arena.h"
+#include "daemon/hal/sim/sim_executable.h"
+
+namespace neuron::rtd::hal::nrt {
+
+// What the host execution path runs: a sim executable, with the tensors its
+// launches name (read in before the launch) and those it writes (written back
+// after).
+class HostExecutable final : public Executable {
+ public:
+  HostExecutable(std::unique_ptr<sim::SimExecutable> executable,
+                 std::vector<TensorLayout> bound_tensors)
+      : executable_(std::move(executable)), bound_tensors_(std::move(bound_tensors)) {}
+
+  BackendKind backend() const override { return BackendKind::kHardware; }
+  ExecutableStatus status() const override { return executable_->status(); }
+
+  const sim::SimExecutable& executable() const { return *executable_; }
+  const std::vector<TensorLayout>& bound_tensors() const { return bound_tensors_; }
+
+ private:
+  const std::unique_ptr<sim::SimExecutable> executable_;
+  const std::vector<TensorLayout> bound_tensors_;
+};
+
+// Thread-safety: every method may be called from any thread. libnrt's calls
+// on one core are serialised (its thread-safety is not documented); host
+// executions of one chip are serialised (they share its mirror).
+class NrtDevice final : public Device {
+ public:
+  // `vncs[i]`: libnrt's (process-relative) number of the device's logical
+  // core i. `mirror` reserves the same addresses as `info`'s HBM.
+  NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<const NrtRuntime> runtime,
+            std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
+            sim::LaunchSettings host_launch);
+  ~NrtDevice() override;
+
+  const DeviceInfo& info() const override { return info_; }
+  DeviceRange hbm() const override { return hbm_; }
+  absl::Status Acquire(DeviceRange range, uint32_t core) override;
+  absl::Status Release(DeviceRange range) override;
+  absl::Status CopyHostToDevice(uint64_t device_address, const void* host,
+                                uint64_t bytes) override;
+  absl::Status CopyDeviceToHost(void* host, uint64_t device_address, uint64_t bytes) override;
+  absl::Status CopyDeviceToDevice(uint64_t device_address, Device& source,
+                                  uint64_t source_address, uint64_t bytes) override;
+  absl::Status Fill(uint64_t device_address, uint64_t bytes, uint64_t pattern,
+                    uint32_t pattern_bytes) override;
+  absl::Status Reduce(const Reduction& reduction, uint64_t destination,
+                      std::span<const ReduceOperand> sources) override;
+  absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
+                          std::span<const uint8_t> scalars) override;
+  absl::Status Dispatch(const Executable& executable, uint32_t core,
+                        std::span<const uint64_t> bindings,
+                        std::span<const uint8_t> immediates) override;
+  Engine EngineOf(uint16_t opcode, std::string_view op_name) const override;
+
+  // Launches that ran on the host CPU instead of a NeuronCore.
+  uint64_t host_launches() const { return host_launches_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Segment {
+    nrt_tensor_t* tensor = nullptr;
+    uint64_t size = 0;
+    int32_t vnc = 0;
+  };
+  // Where [address, address + bytes) lives: a segment's tensor and the
+  // offset in it.
+  struct Located {
+    nrt_tensor_t* tensor = nullptr;
+    uint64_t offset = 0;
+    int32_t vnc = 0;
+  };
+
+  absl::StatusOr<Located> Locate(uint64_t address, uint64_t bytes) const;
+  absl::Mutex& CoreLock(int32_t vnc) const;
+  // Host copies of device memory for the host execution path.
+  absl::Status ReadToMirror(uint64_t address, uint64_t bytes);
+  absl::Status WriteFromMirror(uint64_t address, uint64_t bytes);
+  absl::Status RunOnHost(const HostExecutable& executable, std::span<const uint64_t> bindings,
+                         std::span<const uint8_t> immediates);
+
+  const DeviceInfo info_;
+  const DeviceRange hbm_;
+  const std::shared_ptr<const NrtRuntime> runtime_;
+  const std::vector<int32_t> vncs_;
+  const std::unique_ptr<sim::HbmArena> mirror_;
+  const sim::LaunchSettings host_launch_;
+  // One lock per logical core of the device, by position in vncs_.
+  const std::unique_ptr<absl::Mutex[]> core_locks_;
+  mutable absl::Mutex segments_mutex_;
+  std::map<uint64_t, Segment> segments_ ABSL_GUARDED_BY(segments_mutex_);
+  // Taken before segments_mutex_ and the core locks.
+  absl::Mutex host_mutex_;
+  std::atomic<uint64_t> host_launches_{0};
+};
+
+}  // namespace neuron::rtd::hal::nrt
+
+#endif  // NEURON_RTD_DAEMON_HAL_NRT_NRT_DEVICE_H_
