@@ -3,8 +3,9 @@
 # missing (Debian packages, the Python virtual environment), then builds.
 #
 #   deploy/dev.sh build   install what is missing, configure and build
-#   deploy/dev.sh test    build, then run every test (CTest and pytest), and the C++ tests
-#                         again under AddressSanitizer and UndefinedBehaviorSanitizer
+#   deploy/dev.sh test    build, then run every test (CTest and pytest; a selection of the
+#                         Python tests again on the nrt backend over the fake libnrt), and
+#                         the C++ tests again under AddressSanitizer and UndefinedBehaviorSanitizer
 #   deploy/dev.sh demo    build, train a small MLP and transformer on neuron (embedded daemon)
 #   deploy/dev.sh bench   build, run every benchmark; the last line is one JSON object
 #   deploy/dev.sh sanitize  build the daemon, client and C++ tests with AddressSanitizer and
@@ -135,8 +136,21 @@ cmd_test() {
   log "of the OpInfo conformance suite"
   "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models" \
     "$ROOT/tests/conformance"
+  nrt_python_tests
   # The fast slice of `sanitize`: the C++ suites under ASan and UBSan.
   sanitized_cpp_tests
+}
+
+# The Python tests of copies, streams, events, memory, errors (a killed
+# client among them), operators and eager training again, against neuron-rtd
+# on its nrt backend over the fake libnrt (tests/fake_nrt).
+nrt_python_tests() {
+  log "running Python tests on the nrt backend over the fake libnrt"
+  NEURON_TEST_DEVICE_BACKEND=nrt NEURON_TEST_FAKE_NRT="$BUILD_DIR/lib/fake_nrt/libnrt.so.1" \
+    "$VENV/bin/python" -m pytest -q "$ROOT/tests/python/test_streams.py" \
+    "$ROOT/tests/python/test_memory.py" "$ROOT/tests/python/test_errors.py" \
+    "$ROOT/tests/python/test_views.py" "$ROOT/tests/python/test_ops.py" \
+    "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py"
 }
 
 cmd_demo() {

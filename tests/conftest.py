@@ -43,6 +43,19 @@ def start_daemon(socket_path, extra_args=(), config_text=""):
     return process, log_path
 
 
+def device_config(directory):
+    """The session daemon's [device] section: the sim by default; with
+    NEURON_TEST_DEVICE_BACKEND=nrt, the nrt backend over the fake libnrt at
+    NEURON_TEST_FAKE_NRT (tests/fake_nrt, four cores of 1 GiB, locked in a
+    directory of this session's)."""
+    if os.environ.get("NEURON_TEST_DEVICE_BACKEND", "sim") != "nrt":
+        return ""
+    library = os.environ["NEURON_TEST_FAKE_NRT"]
+    os.environ.update({"FAKE_NRT_DIR": os.path.join(directory, "fake-nrt"),
+                       "FAKE_NRT_CORES": "4", "FAKE_NRT_HBM_BYTES": str(1 << 30)})
+    return f'[device]\nbackend = "nrt"\nnrt_library = "{library}"\n'
+
+
 @pytest.fixture(scope="session", autouse=True)
 def neuron_daemon():
     directory = tempfile.mkdtemp(prefix="neuron-pytest-")
@@ -52,7 +65,7 @@ def neuron_daemon():
     # with the compiler on).
     process, log_path = start_daemon(
         socket_path,
-        config_text="[session]\nmax_hbm_bytes = 2147483648\n"
+        config_text=device_config(directory) + "[session]\nmax_hbm_bytes = 2147483648\n"
                     "[compiler]\ncompile_after_launches = 0\n")
     os.environ["NEURON_RTD_ADDRESS"] = "unix:" + socket_path
     os.environ["NEURON_RTD_AUTOSTART"] = "0"

@@ -177,6 +177,9 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
     info.first_core_index = first_core;
     info.hbm_total_bytes = hbm_bytes;
     info.bus_id = absl::StrFormat("neuron%d", chip);
+    // Stream priorities are the daemon's own order of a core's commands
+    // (daemon/queue), the same on every backend.
+    info.stream_priority_levels = 4;
     first_core += static_cast<uint32_t>(vncs.size());
     const DeviceRange hbm{.address = kDeviceAddressBase + uint64_t{index} * kDeviceAddressStride,
                           .size = hbm_bytes};

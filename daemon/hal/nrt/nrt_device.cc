@@ -290,7 +290,9 @@ absl::Status NrtDevice::RunOnHost(const HostExecutable& executable,
   absl::Status ran = executable.executable().Run(*mirror_, bindings, immediates, host_launch_);
   // An operator error leaves device memory as it was: nothing is written back.
   if (!ran.ok()) return ran;
-  for (const TensorLayout& layout : executable.executable().written_tensors()) {
+  // Every tensor goes back, inputs too: kernels write more than their
+  // schemas admit (native_batch_norm's running statistics are `Tensor?`).
+  for (const TensorLayout& layout : executable.bound_tensors()) {
     const uint64_t extent = TensorExtentBytes(layout);
     if (extent == 0) continue;
     if (absl::Status written = WriteFromMirror(bindings[layout.address_index], extent);

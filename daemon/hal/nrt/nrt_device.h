@@ -24,8 +24,7 @@
 namespace neuron::rtd::hal::nrt {
 
 // What the host execution path runs: a sim executable, with the tensors its
-// launches name (read in before the launch) and those it writes (written back
-// after).
+// launches name (read in before the launch and written back after).
 class HostExecutable final : public Executable {
  public:
   HostExecutable(std::unique_ptr<sim::SimExecutable> executable,

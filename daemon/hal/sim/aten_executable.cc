@@ -32,35 +32,11 @@ class AtenExecutable final : public SimExecutable {
   ExecutableStatus status() const override {
     return ExecutableStatus{.host_threads = parallelism.host_threads()};
   }
-  const std::vector<TensorLayout>& written_tensors() const override { return written; }
 
   const PreparedCall call;
   const EagerOpPlan plan;
-  std::vector<TensorLayout> written;
   mutable LaunchParallelism parallelism;
 };
-
-// The outputs, and the tensors of arguments the schema marks as written
-// (`Tensor(a!)`: in-place and out= overloads).
-std::vector<TensorLayout> WrittenTensors(const c10::FunctionSchema& schema,
-                                         const EagerOpPlan& plan) {
-  std::vector<TensorLayout> written = plan.outputs;
-  for (size_t i = 0; i < plan.arguments.size() && i < schema.arguments().size(); ++i) {
-    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
-    if (alias == nullptr || !alias->isWrite()) continue;
-    const OpValue& argument = plan.arguments[i];
-    if (const auto* tensor = std::get_if<TensorLayout>(&argument)) {
-      written.push_back(*tensor);
-    } else if (const auto* tensors = std::get_if<std::vector<TensorLayout>>(&argument)) {
-      written.insert(written.end(), tensors->begin(), tensors->end());
-    } else if (const auto* optional = std::get_if<OptionalTensorLayouts>(&argument)) {
-      for (const std::optional<TensorLayout>& each : *optional) {
-        if (each) written.push_back(*each);
-      }
-    }
-  }
-  return written;
-}
 
 absl::Status RunCall(HbmArena& arena, const AtenExecutable& executable,
                      std::span<const uint64_t> bindings, std::span<const uint8_t> immediates) {
@@ -145,9 +121,7 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareAtenExecutable(const Eager
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: undefined results are not in ascending order", call->qualified));
   }
-  auto executable = std::make_unique<AtenExecutable>(*std::move(call), plan);
-  executable->written = WrittenTensors(schema, plan);
-  return executable;
+  return std::make_unique<AtenExecutable>(*std::move(call), plan);
 }
 
 absl::Status AtenExecutable::Run(HbmArena& arena, std::span<const uint64_t> bindings,

@@ -52,11 +52,8 @@ class GraphExecutable final : public SimExecutable {
                    std::span<const uint8_t> immediates,
                    const LaunchSettings& settings) const override;
   ExecutableStatus status() const override;
-  const std::vector<TensorLayout>& written_tensors() const override { return written; }
 
   const GraphPlan plan;
-  // The outputs' destinations and the inputs a node writes.
-  std::vector<TensorLayout> written;
   std::vector<PreparedNode> nodes;
   uint32_t value_count = 0;
   compiler::GraphCompiler* const compiler;
@@ -322,24 +319,6 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
     values += count;
   }
   executable->value_count = static_cast<uint32_t>(values);
-  std::vector<bool> input_written(plan.inputs.size(), false);
-  for (size_t n = 0; n < plan.nodes.size(); ++n) {
-    const std::vector<c10::Argument>& schema = executable->nodes[n].call.op.schema().arguments();
-    const std::vector<OpValue>& arguments = plan.nodes[n].arguments;
-    for (size_t i = 0; i < arguments.size() && i < schema.size(); ++i) {
-      const c10::AliasInfo* alias = schema[i].alias_info();
-      if (alias == nullptr || !alias->isWrite()) continue;
-      ForEachValue(arguments[i], [&](uint32_t id) {
-        if (id < input_written.size()) input_written[id] = true;
-      });
-    }
-  }
-  for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    if (input_written[i]) executable->written.push_back(plan.inputs[i]);
-  }
-  for (const GraphOutput& output : plan.outputs) {
-    executable->written.push_back(output.destination);
-  }
   // Each value's last reader: a node, or the outputs (never dropped).
   constexpr int64_t kReadByOutputs = -2;
   constexpr int64_t kNeverRead = -1;

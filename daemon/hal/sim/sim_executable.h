@@ -6,10 +6,8 @@
 
 #include <cstdint>
 #include <span>
-#include <vector>
 
 #include "absl/status/status.h"
-#include "daemon/hal/eager_op.h"
 #include "daemon/hal/executable.h"
 #include "daemon/hal/sim/hbm_arena.h"
 
@@ -40,11 +38,6 @@ class SimExecutable : public Executable {
   virtual absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
                            std::span<const uint8_t> immediates,
                            const LaunchSettings& settings) const = 0;
-
-  // The tensors at launch addresses that a launch may write: outputs, and
-  // arguments (graph inputs) the operators mutate. A backend that runs the
-  // sim's kernels on a host copy of device memory writes these back.
-  virtual const std::vector<TensorLayout>& written_tensors() const = 0;
 };
 
 }  // namespace neuron::rtd::hal::sim
