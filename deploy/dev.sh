@@ -150,7 +150,8 @@ nrt_python_tests() {
     "$VENV/bin/python" -m pytest -q "$ROOT/tests/python/test_streams.py" \
     "$ROOT/tests/python/test_memory.py" "$ROOT/tests/python/test_errors.py" \
     "$ROOT/tests/python/test_views.py" "$ROOT/tests/python/test_ops.py" \
-    "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py"
+    "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py" \
+    "$ROOT/tests/python/test_neff.py"
 }
 
 cmd_demo() {

@@ -393,8 +393,26 @@ absl::StatusOr<std::shared_ptr<Stream>> Session::CreateStream(uint32_t core, int
 
 absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::string_view name,
                                                  ExecutableKind kind) {
-  const v1::ExecutableKind wire_kind =
-      kind == ExecutableKind::kGraph ? v1::EXECUTABLE_KIND_GRAPH : v1::EXECUTABLE_KIND_EAGER_OP;
+  return LoadBody(body, name, kind, nullptr);
+}
+
+absl::StatusOr<uint64_t> Session::LoadBody(std::string_view body, std::string_view name,
+                                           ExecutableKind kind,
+                                           std::vector<NeffTensor>* neff_tensors) {
+  const v1::ExecutableKind wire_kind = kind == ExecutableKind::kGraph  ? v1::EXECUTABLE_KIND_GRAPH
+                                       : kind == ExecutableKind::kNeff ? v1::EXECUTABLE_KIND_NEFF
+                                                                       : v1::EXECUTABLE_KIND_EAGER_OP;
+  auto take_tensors = [neff_tensors](const auto& tensors) {
+    if (neff_tensors == nullptr) return;
+    for (const v1::NeffTensor& tensor : tensors) {
+      neff_tensors->push_back(NeffTensor{
+          .name = tensor.name(),
+          .input = tensor.input(),
+          .size_bytes = tensor.size_bytes(),
+          .shape = {tensor.shape().begin(), tensor.shape().end()},
+          .dtype = tensor.has_dtype() ? std::optional<int32_t>(tensor.dtype()) : std::nullopt});
+    }
+  };
   const std::string hash = neuron::rtd::ContentHash(body);
   {
     v1::LookupExecutableRequest request;
@@ -404,7 +422,10 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
     auto found = core_->client().Call(&v1::Runtime::Stub::LookupExecutable, request,
                                       "LookupExecutable");
     if (!found.ok()) return core_->SessionError(found.status());
-    if (found->found()) return found->executable_id();
+    if (found->found()) {
+      take_tensors(found->neff_tensors());
+      return found->executable_id();
+    }
   }
   constexpr size_t kChunkBytes = 1 << 20;
   grpc::ClientContext context;
@@ -433,7 +454,17 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
     return core_->SessionError(
         internal::FromGrpc(status, core_->client().address(), "LoadExecutable"));
   }
+  take_tensors(response.neff_tensors());
   return response.executable_id();
+}
+
+absl::StatusOr<Session::LoadedNeff> Session::LoadNeff(std::string_view neff,
+                                                      std::string_view name) {
+  LoadedNeff loaded;
+  absl::StatusOr<uint64_t> id = LoadBody(neff, name, ExecutableKind::kNeff, &loaded.tensors);
+  if (!id.ok()) return id.status();
+  loaded.executable_id = *id;
+  return loaded;
 }
 
 absl::StatusOr<uint64_t> Session::LoadEagerOp(const neuron::rtd::EagerOpPlan& plan,

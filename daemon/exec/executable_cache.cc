@@ -130,6 +130,9 @@ absl::StatusOr<LoadResult> ExecutableCache::Load(std::string_view content_hash,
                         absl::StrFormat("executable \"%s\": %s", decoded->name,
                                         prepared.status().message()));
   }
+  if (const auto* neff = dynamic_cast<const hal::NeffExecutable*>(prepared->get())) {
+    SetNeffLaunchTensors(neff->tensors(), *decoded);
+  }
   decoded->prepared = *std::move(prepared);
 
   absl::MutexLock lock(&mutex_);

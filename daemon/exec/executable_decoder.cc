@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "daemon/exec/neff_container.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/v1/executable.pb.h"
 
@@ -386,9 +387,37 @@ absl::StatusOr<Executable> DecodeGraph(const v1::GraphExecutable& graph) {
   return executable;
 }
 
+absl::StatusOr<Executable> DecodeNeff(std::string_view body) {
+  absl::StatusOr<NeffContents> contents = ReadNeff(body);
+  if (!contents.ok()) return contents.status();
+  if (contents->header.name.size() > kMaxStringBytes) {
+    return Invalid("NEFF", absl::StrFormat("name of %d bytes (at most %d)",
+                                           contents->header.name.size(), kMaxStringBytes));
+  }
+  Executable executable;
+  executable.description = absl::StrFormat("NEFF '%s'", contents->header.name);
+  executable.spec = hal::NeffPlan{.name = contents->header.name,
+                                  .bytes = std::string(body),
+                                  .lnc_size = contents->header.lnc_size};
+  return executable;
+}
+
 }  // namespace
 
+void SetNeffLaunchTensors(const std::vector<hal::NeffTensor>& tensors, Executable& executable) {
+  executable.launch_tensors.clear();
+  for (uint32_t i = 0; i < tensors.size(); ++i) {
+    executable.launch_tensors.push_back(
+        hal::TensorLayout{.dtype = v1::SCALAR_TYPE_UINT8,
+                          .sizes = {static_cast<int64_t>(tensors[i].size_bytes)},
+                          .strides = {1},
+                          .address_index = i});
+  }
+  executable.address_count = static_cast<uint32_t>(tensors.size());
+}
+
 absl::StatusOr<Executable> DecodeExecutable(std::string_view body, ExecutableBodyKind kind) {
+  if (kind == ExecutableBodyKind::kNeff) return DecodeNeff(body);
   v1::ExecutableBody parsed;
   if (!parsed.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     return absl::InvalidArgumentError("executable body is not a neuron.rtd.v1.ExecutableBody");
@@ -402,6 +431,8 @@ absl::StatusOr<Executable> DecodeExecutable(std::string_view body, ExecutableBod
     case ExecutableBodyKind::kGraph:
       if (!parsed.has_graph()) return absl::InvalidArgumentError("executable body holds no graph");
       return DecodeGraph(parsed.graph());
+    case ExecutableBodyKind::kNeff:
+      break;
   }
   return absl::InvalidArgumentError("unknown executable kind");
 }

@@ -16,9 +16,17 @@
 
 namespace neuron::rtd::hal {
 
+// A compiled NEFF, as daemon/exec checked its container.
+struct NeffPlan {
+  std::string name;
+  std::string bytes;
+  // Physical cores per logical core it was compiled for; 0: not recorded.
+  uint32_t lnc_size = 0;
+};
+
 // What an executable describes, as daemon/exec decoded it: one operator
-// (eager mode) or a graph of them (torch.compile).
-using ExecutableSpec = std::variant<EagerOpPlan, GraphPlan>;
+// (eager mode), a graph of them (torch.compile), or a NEFF.
+using ExecutableSpec = std::variant<EagerOpPlan, GraphPlan, NeffPlan>;
 
 // Owned by daemon/exec's cache; shared by every launch that names it, from
 // any core's worker, so Dispatch must not change it.

@@ -243,9 +243,10 @@ grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*,
     v1::CachedExecutable* entry = response->add_executables();
     entry->set_executable_id(executable.id);
     entry->set_name(executable.name);
-    entry->set_kind(std::holds_alternative<hal::GraphPlan>(executable.spec)
-                        ? v1::EXECUTABLE_KIND_GRAPH
-                        : v1::EXECUTABLE_KIND_EAGER_OP);
+    v1::ExecutableKind kind = v1::EXECUTABLE_KIND_EAGER_OP;
+    if (std::holds_alternative<hal::GraphPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_GRAPH;
+    if (std::holds_alternative<hal::NeffPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_NEFF;
+    entry->set_kind(kind);
     entry->set_bytes(listed.charged_bytes);
     entry->set_holders(listed.holders);
     entry->set_launches(status.launches);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "daemon/common/monotonic_clock.h"
+#include "daemon/hal/neff.h"
 #include "daemon/server/device_proto.h"
 #include "daemon/server/grpc_status.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -23,6 +24,21 @@ static_assert(int{NEURON_RTD_REGION_COMPLETION_PAGE} ==
 
 namespace neuron::rtd {
 namespace {
+
+// A NEFF executable's tensors, as its backend found them.
+void AddNeffTensors(const exec::Executable& executable,
+                    google::protobuf::RepeatedPtrField<v1::NeffTensor>& out) {
+  const auto* neff = dynamic_cast<const hal::NeffExecutable*>(executable.prepared.get());
+  if (neff == nullptr) return;
+  for (const hal::NeffTensor& tensor : neff->tensors()) {
+    v1::NeffTensor* entry = out.Add();
+    entry->set_name(tensor.name);
+    entry->set_input(tensor.input);
+    entry->set_size_bytes(tensor.size_bytes);
+    entry->mutable_shape()->Add(tensor.shape.begin(), tensor.shape.end());
+    if (tensor.dtype >= 0) entry->set_dtype(static_cast<v1::ScalarType>(tensor.dtype));
+  }
+}
 
 void RegionToProto(uint64_t id, v1::SharedRegionKind kind, uint64_t size, v1::SharedRegion* out) {
   out->set_region_id(id);
@@ -201,6 +217,7 @@ grpc::Status RuntimeService::LookupExecutable(grpc::ServerContext* context,
     return grpc::Status::OK;
   }
   const uint64_t id = (*hold)->executable()->id;
+  AddNeffTensors(*(*hold)->executable(), *response->mutable_neff_tensors());
   if (absl::Status held = (*session)->AddExecutable(**std::move(hold)); !held.ok()) {
     return ToGrpc(held);
   }
@@ -259,6 +276,9 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
     case v1::EXECUTABLE_KIND_GRAPH:
       kind = exec::ExecutableBodyKind::kGraph;
       break;
+    case v1::EXECUTABLE_KIND_NEFF:
+      kind = exec::ExecutableBodyKind::kNeff;
+      break;
     default:
       return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                           absl::StrFormat("executables of kind %s are not supported",
@@ -290,12 +310,14 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
   absl::StatusOr<exec::LoadResult> loaded =
       executables_.Load(header.content_hash(), header.name(), body, kind, uid);
   if (!loaded.ok()) return ToGrpc(loaded.status());
-  const uint64_t id = loaded->hold.executable()->id;
+  const std::shared_ptr<const exec::Executable> executable = loaded->hold.executable();
+  const uint64_t id = executable->id;
   if (absl::Status held = (*session)->AddExecutable(std::move(loaded->hold)); !held.ok()) {
     return ToGrpc(held);
   }
   response->set_executable_id(id);
   response->set_cache_hit(loaded->cache_hit);
+  AddNeffTensors(*executable, *response->mutable_neff_tensors());
   (*session)->profile().AddSpan(queue::RuntimeSpan{
       .name = "load_executable",
       .detail = absl::StrCat(header.name(), loaded->cache_hit ? " (cache hit)" : ""),

@@ -2,6 +2,8 @@
 # Regenerates the binary seed corpora (tests/fuzz/corpus/) from the text
 # protos in tests/fuzz/seeds/. Run after editing a seed; commit both.
 #   seeds/executable_load/NAME.txtpb  a neuron.rtd.v1.ExecutableBody
+#   seeds/executable_load/NAME.neff   a NEFF (copied as it is; tests/fake_nrt's make_test_neff
+#                                     writes them)
 #   seeds/rpc/NN_F_TYPE[_NOTE].txtpb   a neuron.rtd.v1.TYPE request for method NN of
 #                                      rpc_fuzz.cc's table, flags F (1: use the live session)
 set -euo pipefail
@@ -15,6 +17,9 @@ mkdir -p "$CORPUS/executable_load" "$CORPUS/rpc"
 for seed in "$SEEDS"/executable_load/*.txtpb; do
   name="$(basename "$seed" .txtpb)"
   encode ExecutableBody neuron/rtd/v1/executable.proto <"$seed" >"$CORPUS/executable_load/$name.bin"
+done
+for seed in "$SEEDS"/executable_load/*.neff; do
+  cp "$seed" "$CORPUS/executable_load/$(basename "$seed" .neff).bin"
 done
 for seed in "$SEEDS"/rpc/*.txtpb; do
   name="$(basename "$seed" .txtpb)"

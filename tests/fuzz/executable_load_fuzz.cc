@@ -1,6 +1,6 @@
 // libFuzzer target for loading an executable: the body decoder and its
-// bounds (daemon/exec), then the backend's preparation against the
-// operator's schema (daemon/hal/sim). Whatever bytes a client sends as an
+// bounds (daemon/exec; a NEFF's header, gzip stream and tar), then the
+// backend's preparation against the operator's schema (daemon/hal/sim). Whatever bytes a client sends as an
 // executable must load or be refused, never crash the daemon. With GCC,
 // corpus_replay_main.cc drives it over the seed corpus
 // (tests/fuzz/corpus/executable_load) and mutations of it.
@@ -43,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A cache per input: each load is judged alone, and memory stays flat.
   // The body is tried as each kind a loader may announce.
   for (auto kind : {neuron::rtd::exec::ExecutableBodyKind::kEagerOp,
-                    neuron::rtd::exec::ExecutableBodyKind::kGraph}) {
+                    neuron::rtd::exec::ExecutableBodyKind::kGraph,
+                    neuron::rtd::exec::ExecutableBodyKind::kNeff}) {
     neuron::rtd::exec::ExecutableCache cache(SharedBackend());
     (void)cache.Load(neuron::rtd::ContentHash(body), "fuzz", body, kind, /*uid=*/1000);
   }

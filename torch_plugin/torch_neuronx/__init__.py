@@ -143,3 +143,5 @@ def _register():
 
 
 _register()
+
+from torch_neuronx import neff  # noqa: E402,F401  (torch_neuronx.neff.load)

@@ -90,7 +90,7 @@ struct CoreStats {
 struct CachedExecutable {
   uint64_t executable_id = 0;
   std::string name;
-  std::string kind;  // "eager_op" or "graph"
+  std::string kind;  // "eager_op", "graph" or "neff"
   uint64_t bytes = 0;
   // Users whose sessions hold it; 0: it may be evicted.
   uint32_t holders = 0;

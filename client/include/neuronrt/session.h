@@ -192,7 +192,7 @@ class Session {
   absl::StatusOr<std::shared_ptr<Stream>> CreateStream(uint32_t core, int32_t priority = 0);
 
   // What a serialized neuron.rtd.v1.ExecutableBody holds.
-  enum class ExecutableKind { kEagerOp, kGraph };
+  enum class ExecutableKind { kEagerOp, kGraph, kNeff };
   // Loads an executable (a serialized neuron.rtd.v1.ExecutableBody of
   // `kind`) into the daemon, once per host: when any process already loaded
   // the same content, only its hash travels. The id is what Stream::Launch
@@ -207,6 +207,25 @@ class Session {
   // address indices the plan gives.
   absl::StatusOr<uint64_t> LoadGraph(const neuron::rtd::GraphPlan& plan,
                                      std::string_view name = {});
+
+  // A tensor of a loaded NEFF, as the daemon's runtime reports it.
+  struct NeffTensor {
+    std::string name;
+    bool input = true;
+    uint64_t size_bytes = 0;
+    std::vector<uint32_t> shape;
+    // c10::ScalarType number; absent when PyTorch has no such type.
+    std::optional<int32_t> dtype;
+  };
+  struct LoadedNeff {
+    uint64_t executable_id = 0;
+    // A LAUNCH passes one address per tensor, in this order.
+    std::vector<NeffTensor> tensors;
+  };
+  // Loads a compiled NEFF (a .neff file's bytes) as LoadExecutable does.
+  // Only a daemon on real Trainium (its nrt backend) runs NEFFs: another
+  // refuses it with FAILED_PRECONDITION saying so.
+  absl::StatusOr<LoadedNeff> LoadNeff(std::string_view neff, std::string_view name = {});
   // Ends this session's hold on an executable: it may no longer launch it
   // (launches already running finish), and the daemon may evict it once no
   // session holds it. Call after the streams that launched it have synced.
@@ -243,6 +262,10 @@ class Session {
 
  private:
   explicit Session(std::shared_ptr<internal::SessionCore> core) : core_(std::move(core)) {}
+  // LoadExecutable; a NEFF's tensors into `neff_tensors` when not null.
+  absl::StatusOr<uint64_t> LoadBody(std::string_view body, std::string_view name,
+                                    ExecutableKind kind, std::vector<NeffTensor>* neff_tensors);
+
   std::shared_ptr<internal::SessionCore> core_;
 };
 

@@ -134,7 +134,9 @@ CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
     info.executables.push_back(CachedExecutable{
         .executable_id = executable.executable_id(),
         .name = executable.name(),
-        .kind = executable.kind() == v1::EXECUTABLE_KIND_GRAPH ? "graph" : "eager_op",
+        .kind = executable.kind() == v1::EXECUTABLE_KIND_GRAPH  ? "graph"
+                : executable.kind() == v1::EXECUTABLE_KIND_NEFF ? "neff"
+                                                                : "eager_op",
         .bytes = executable.bytes(),
         .holders = executable.holders(),
         .launches = executable.launches(),

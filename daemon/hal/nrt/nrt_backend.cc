@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "daemon/hal/sim/aten_executable.h"
 #include "daemon/hal/sim/graph_executable.h"
+#include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
 
 namespace neuron::rtd::hal::nrt {
@@ -65,14 +66,43 @@ std::vector<TensorLayout> BoundTensors(const ExecutableSpec& spec) {
 }  // namespace
 
 NrtBackend::NrtBackend(std::shared_ptr<const NrtRuntime> runtime,
+                       std::shared_ptr<ModelCache> models,
                        std::vector<std::unique_ptr<NrtDevice>> devices,
                        compiler::GraphCompiler* graph_compiler)
-    : runtime_(std::move(runtime)), devices_(std::move(devices)), graph_compiler_(graph_compiler) {
+    : runtime_(std::move(runtime)),
+      models_(std::move(models)),
+      devices_(std::move(devices)),
+      graph_compiler_(graph_compiler) {
   for (const auto& device : devices_) device_views_.push_back(device.get());
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> NrtBackend::PrepareNeff(const NeffPlan& plan) {
+  NrtDevice& device = *devices_.front();
+  if (plan.lnc_size != 0 && plan.lnc_size != device.info().logical_nc_config) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "NEFF '%s' was compiled for logical cores of %d physical cores (--lnc %d); this host's "
+        "cores are of %d (NEURON_LOGICAL_NC_CONFIG)",
+        plan.name, plan.lnc_size, plan.lnc_size, device.info().logical_nc_config));
+  }
+  const uint64_t key = next_neff_key_.fetch_add(1);
+  absl::StatusOr<std::vector<NeffTensor>> tensors = device.InspectNeff(key, plan.bytes);
+  if (!tensors.ok()) {
+    models_->Forget(key);
+    return tensors.status();
+  }
+  if (tensors->size() > NEURON_RTD_MAX_LAUNCH_ARGS) {
+    models_->Forget(key);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "NEFF '%s' has %d tensors; a launch passes at most %d", plan.name, tensors->size(),
+        NEURON_RTD_MAX_LAUNCH_ARGS));
+  }
+  return std::unique_ptr<Executable>(
+      std::make_unique<LoadedNeff>(plan, *std::move(tensors), models_, key));
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> NrtBackend::PrepareExecutable(
     const ExecutableSpec& spec) {
+  if (const auto* neff = std::get_if<NeffPlan>(&spec)) return PrepareNeff(*neff);
   absl::StatusOr<std::unique_ptr<sim::SimExecutable>> host =
       std::holds_alternative<EagerOpPlan>(spec)
           ? sim::PrepareAtenExecutable(std::get<EagerOpPlan>(spec))
@@ -117,6 +147,7 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
         (*library)->ToStatus(status, "nrt_init").message(), wanted));
   }
   auto runtime = std::make_shared<const NrtRuntime>(*std::move(library));
+  auto models = std::make_shared<ModelCache>(runtime);
   uint32_t visible = 0;
   if (absl::Status counted = runtime->library().ToStatus(api.get_visible_nc_count(&visible),
                                                          "nrt_get_visible_nc_count");
@@ -187,9 +218,10 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
         sim::HbmArena::Reserve(hbm.address, hbm.size, sys_calls);
     if (!mirror.ok()) return mirror.status();
     devices.push_back(std::make_unique<NrtDevice>(std::move(info), hbm, runtime, vncs,
-                                                  *std::move(mirror), options.host_launch));
+                                                  *std::move(mirror), options.host_launch,
+                                                  models));
   }
-  return std::make_unique<NrtBackend>(std::move(runtime), std::move(devices),
+  return std::make_unique<NrtBackend>(std::move(runtime), std::move(models), std::move(devices),
                                       options.graph_compiler);
 }
 

@@ -5,6 +5,7 @@
 #ifndef NEURON_RTD_DAEMON_HAL_NRT_NRT_BACKEND_H_
 #define NEURON_RTD_DAEMON_HAL_NRT_NRT_BACKEND_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,7 +38,7 @@ struct NrtOptions {
 
 class NrtBackend final : public Backend {
  public:
-  NrtBackend(std::shared_ptr<const NrtRuntime> runtime,
+  NrtBackend(std::shared_ptr<const NrtRuntime> runtime, std::shared_ptr<ModelCache> models,
              std::vector<std::unique_ptr<NrtDevice>> devices,
              compiler::GraphCompiler* graph_compiler);
 
@@ -49,7 +50,11 @@ class NrtBackend final : public Backend {
   const NrtLibrary& library() const { return runtime_->library(); }
 
  private:
+  absl::StatusOr<std::unique_ptr<Executable>> PrepareNeff(const NeffPlan& plan);
+
   std::shared_ptr<const NrtRuntime> runtime_;
+  std::shared_ptr<ModelCache> models_;
+  std::atomic<uint64_t> next_neff_key_{1};
   std::vector<std::unique_ptr<NrtDevice>> devices_;
   std::vector<Device*> device_views_;
   compiler::GraphCompiler* const graph_compiler_;

@@ -20,14 +20,16 @@ constexpr uint64_t kBounceBytes = 4ull << 20;
 
 NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<const NrtRuntime> runtime,
                      std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
-                     sim::LaunchSettings host_launch)
+                     sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models)
     : info_(std::move(info)),
       hbm_(hbm),
       runtime_(std::move(runtime)),
       vncs_(std::move(vncs)),
       mirror_(std::move(mirror)),
       host_launch_(host_launch),
-      core_locks_(new absl::Mutex[vncs_.size()]) {}
+      models_(std::move(models)),
+      core_locks_(new absl::Mutex[vncs_.size()]),
+      core_faults_(vncs_.size()) {}
 
 NrtDevice::~NrtDevice() {
   absl::MutexLock lock(&segments_mutex_);
@@ -303,6 +305,120 @@ absl::Status NrtDevice::RunOnHost(const HostExecutable& executable,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<NeffTensor>> NrtDevice::InspectNeff(uint64_t key,
+                                                               std::string_view bytes) {
+  absl::MutexLock lock(&core_locks_[0]);
+  absl::StatusOr<nrt_model_t*> model = models_->Get(key, bytes, vncs_[0]);
+  if (!model.ok()) return model.status();
+  return ModelTensors(*runtime_, *model);
+}
+
+std::string NrtDevice::CoreFault(uint32_t core) const {
+  absl::MutexLock lock(&faults_mutex_);
+  return core < core_faults_.size() ? core_faults_[core] : std::string();
+}
+
+absl::StatusOr<NrtDevice::Bound> NrtDevice::Bind(const NeffTensor& tensor, uint64_t address,
+                                                 int32_t vnc) {
+  absl::StatusOr<Located> at = Locate(address, tensor.size_bytes);
+  if (!at.ok()) return at.status();
+  const NrtApi& api = runtime_->api();
+  Bound bound{.source = *at};
+  if (at->vnc == vnc) {
+    if (absl::Status sliced = runtime_->library().ToStatus(
+            api.tensor_allocate_slice(at->tensor, at->offset, tensor.size_bytes,
+                                      tensor.name.c_str(), &bound.tensor),
+            "nrt_tensor_allocate_slice");
+        !sliced.ok()) {
+      return sliced;
+    }
+    return bound;
+  }
+  // libnrt executes on tensors of the model's own core: a segment of another
+  // core goes through a staging tensor.
+  bound.staged = true;
+  if (absl::Status allocated = runtime_->library().ToStatus(
+          api.tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, vnc, tensor.size_bytes,
+                              tensor.name.c_str(), &bound.tensor),
+          absl::StrFormat("staging tensor %s on core %d", tensor.name, vnc));
+      !allocated.ok()) {
+    return allocated;
+  }
+  if (tensor.input) {
+    std::vector<char> bounce(tensor.size_bytes);
+    absl::Status copied = runtime_->library().ToStatus(
+        api.tensor_read(at->tensor, bounce.data(), at->offset, bounce.size()), "nrt_tensor_read");
+    if (copied.ok()) {
+      copied = runtime_->library().ToStatus(
+          api.tensor_write(bound.tensor, bounce.data(), 0, bounce.size()), "nrt_tensor_write");
+    }
+    if (!copied.ok()) {
+      api.tensor_free(&bound.tensor);
+      return copied;
+    }
+  }
+  return bound;
+}
+
+absl::Status NrtDevice::RunNeff(const LoadedNeff& neff, uint32_t core,
+                                std::span<const uint64_t> bindings) {
+  const int32_t vnc = vncs_[core];
+  const NrtApi& api = runtime_->api();
+  const std::vector<NeffTensor>& tensors = neff.tensors();
+  absl::MutexLock lock(&core_locks_[core]);
+  absl::StatusOr<nrt_model_t*> model = models_->Get(neff.key(), neff.plan().bytes, vnc);
+  if (!model.ok()) return model.status();
+  nrt_tensor_set_t* inputs = nullptr;
+  nrt_tensor_set_t* outputs = nullptr;
+  std::vector<Bound> bound;
+  absl::Status status = runtime_->library().ToStatus(api.allocate_tensor_set(&inputs),
+                                                      "nrt_allocate_tensor_set");
+  if (status.ok()) {
+    status = runtime_->library().ToStatus(api.allocate_tensor_set(&outputs),
+                                          "nrt_allocate_tensor_set");
+  }
+  for (size_t i = 0; i < tensors.size() && status.ok(); ++i) {
+    absl::StatusOr<Bound> each = Bind(tensors[i], bindings[i], vnc);
+    if (!each.ok()) {
+      status = each.status();
+      break;
+    }
+    bound.push_back(*each);
+    status = runtime_->library().ToStatus(
+        api.add_tensor_to_tensor_set(tensors[i].input ? inputs : outputs,
+                                     tensors[i].name.c_str(), each->tensor),
+        "nrt_add_tensor_to_tensor_set");
+  }
+  if (status.ok()) {
+    const NRT_STATUS executed = api.execute(*model, inputs, outputs);
+    neff.CountLaunch();
+    status = runtime_->library().ToStatus(
+        executed, absl::StrFormat("NEFF '%s' on device %d core %d", neff.plan().name,
+                                  info_.index, core));
+    if (IsCoreFatal(executed)) {
+      absl::MutexLock faults(&faults_mutex_);
+      core_faults_[core] = std::string(status.message());
+    }
+  }
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (status.ok() && bound[i].staged && !tensors[i].input) {
+      std::vector<char> bounce(tensors[i].size_bytes);
+      status = runtime_->library().ToStatus(
+          api.tensor_read(bound[i].tensor, bounce.data(), 0, bounce.size()), "nrt_tensor_read");
+      if (status.ok()) {
+        status = runtime_->library().ToStatus(
+            api.tensor_write(bound[i].source.tensor, bounce.data(), bound[i].source.offset,
+                             bounce.size()),
+            "nrt_tensor_write");
+      }
+    }
+    api.tensor_free(&bound[i].tensor);
+  }
+  if (inputs != nullptr) api.destroy_tensor_set(&inputs);
+  if (outputs != nullptr) api.destroy_tensor_set(&outputs);
+  return status;
+}
+
 absl::Status NrtDevice::Dispatch(const Executable& executable, uint32_t core,
                                  std::span<const uint64_t> bindings,
                                  std::span<const uint8_t> immediates) {
@@ -310,8 +426,16 @@ absl::Status NrtDevice::Dispatch(const Executable& executable, uint32_t core,
     return absl::InvalidArgumentError(
         absl::StrFormat("device %d has no core %d", info_.index, core));
   }
+  if (std::string fault = CoreFault(core); !fault.empty()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "core %d of device %d has failed (%s); `neuronctl reset %d` recovers it", core,
+        info_.index, fault, info_.index));
+  }
   if (const auto* host = dynamic_cast<const HostExecutable*>(&executable)) {
     return RunOnHost(*host, bindings, immediates);
+  }
+  if (const auto* neff = dynamic_cast<const LoadedNeff*>(&executable)) {
+    return RunNeff(*neff, core, bindings);
   }
   return absl::InvalidArgumentError("the executable was not prepared by the nrt backend");
 }

@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/hal/device.h"
+#include "daemon/hal/nrt/neff_models.h"
 #include "daemon/hal/nrt/nrt_runtime.h"
 #include "daemon/hal/sim/hbm_arena.h"
 #include "daemon/hal/sim/sim_executable.h"
@@ -51,7 +52,7 @@ class NrtDevice final : public Device {
   // core i. `mirror` reserves the same addresses as `info`'s HBM.
   NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<const NrtRuntime> runtime,
             std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
-            sim::LaunchSettings host_launch);
+            sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models);
   ~NrtDevice() override;
 
   const DeviceInfo& info() const override { return info_; }
@@ -77,6 +78,12 @@ class NrtDevice final : public Device {
   // Launches that ran on the host CPU instead of a NeuronCore.
   uint64_t host_launches() const { return host_launches_.load(std::memory_order_relaxed); }
 
+  // The tensors of NEFF `key` (`bytes`), loaded on the device's first core.
+  absl::StatusOr<std::vector<NeffTensor>> InspectNeff(uint64_t key, std::string_view bytes);
+
+  // Why core `core` stopped (a fatal libnrt status), or empty while it works.
+  std::string CoreFault(uint32_t core) const;
+
  private:
   struct Segment {
     nrt_tensor_t* tensor = nullptr;
@@ -98,6 +105,16 @@ class NrtDevice final : public Device {
   absl::Status WriteFromMirror(uint64_t address, uint64_t bytes);
   absl::Status RunOnHost(const HostExecutable& executable, std::span<const uint64_t> bindings,
                          std::span<const uint8_t> immediates);
+  absl::Status RunNeff(const LoadedNeff& neff, uint32_t core, std::span<const uint64_t> bindings);
+  // The NEFF's tensor `i` as a tensor on core `vnc`: a slice of the segment
+  // when the segment lives there, else a staging tensor of the core (filled
+  // from the segment when `tensor` is an input).
+  struct Bound {
+    nrt_tensor_t* tensor = nullptr;
+    bool staged = false;
+    Located source;
+  };
+  absl::StatusOr<Bound> Bind(const NeffTensor& tensor, uint64_t address, int32_t vnc);
 
   const DeviceInfo info_;
   const DeviceRange hbm_;
@@ -105,6 +122,7 @@ class NrtDevice final : public Device {
   const std::vector<int32_t> vncs_;
   const std::unique_ptr<sim::HbmArena> mirror_;
   const sim::LaunchSettings host_launch_;
+  const std::shared_ptr<ModelCache> models_;
   // One lock per logical core of the device, by position in vncs_.
   const std::unique_ptr<absl::Mutex[]> core_locks_;
   mutable absl::Mutex segments_mutex_;
@@ -112,6 +130,9 @@ class NrtDevice final : public Device {
   // Taken before segments_mutex_ and the core locks.
   absl::Mutex host_mutex_;
   std::atomic<uint64_t> host_launches_{0};
+  mutable absl::Mutex faults_mutex_;
+  // By position in vncs_; empty while the core works.
+  std::vector<std::string> core_faults_ ABSL_GUARDED_BY(faults_mutex_);
 };
 
 }  // namespace neuron::rtd::hal::nrt

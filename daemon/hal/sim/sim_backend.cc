@@ -17,6 +17,11 @@ SimBackend::SimBackend(std::vector<std::unique_ptr<SimDevice>> devices,
 
 absl::StatusOr<std::unique_ptr<Executable>> SimBackend::PrepareExecutable(
     const ExecutableSpec& spec) {
+  if (const auto* neff = std::get_if<NeffPlan>(&spec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "NEFF '", neff->name, "' needs real Trainium: NEFFs run on neuron-rtd's nrt backend "
+        "([device] backend = \"nrt\"); this daemon runs the simulated device (sim)"));
+  }
   absl::StatusOr<std::unique_ptr<SimExecutable>> prepared =
       std::holds_alternative<EagerOpPlan>(spec)
           ? PrepareAtenExecutable(std::get<EagerOpPlan>(spec))

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "csrc/aten/GenericOp.h"
 #include "csrc/python/CompiledGraphBindings.h"
+#include "csrc/python/NeffBindings.h"
 #include "csrc/python/DistributedBindings.h"
 #include "csrc/python/MemoryHistoryBindings.h"
 #include "csrc/python/ProfilerBindings.h"
@@ -228,6 +229,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_manual_seed_all", [](uint64_t seed) { ManualSeedAll(seed); });
   BindCompiledGraph(m);
+  BindNeff(m);
   BindDistributed(m);
   BindMemoryHistory(m);
   BindProfiler(m);

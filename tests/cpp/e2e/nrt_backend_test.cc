@@ -1,0 +1,203 @@
+// neuron-rtd on its nrt backend, over the fake libnrt of tests/fake_nrt:
+// NEFF executables end to end, the host path, faults of the runtime, and a
+// second daemon on cores the first owns.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "daemon/exec/neff_container.h"
+#include "neuronrt/session.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace neuron {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A test NEFF: the real container around the fake libnrt's neff.json.
+std::string TestNeff(const std::string& op, int rows, int columns, uint32_t lnc = 2,
+                     double factor = 1) {
+  auto tensor = [](const char* name, const char* usage, int r, int c) {
+    return absl::StrFormat(R"({"name": "%s", "usage": "%s", "dtype": "float32", "shape": [%d, %d]})",
+                           name, usage, r, c);
+  };
+  std::string io = tensor("a", "input", rows, columns);
+  if (op == "add") io += ", " + tensor("b", "input", rows, columns);
+  io += ", " + tensor("out", "output", rows, columns);
+  return rtd::exec::WriteNeff(
+      absl::StrCat("test_", op), lnc,
+      {{.name = "neff.json",
+        .data = absl::StrFormat(R"({"io": [%s], "op": "%s", "factor": %f})", io, op, factor)}});
+}
+
+class NrtBackendTest : public ::testing::Test {
+ protected:
+  testing::Environment FakeEnvironment(const std::string& faults = "") {
+    return {{"FAKE_NRT_DIR", dir_.Join("cores")},
+            {"FAKE_NRT_CORES", "4"},
+            {"FAKE_NRT_HBM_BYTES", std::to_string(64 << 20)},
+            {"FAKE_NRT_FAIL", faults.empty() ? std::nullopt : std::optional<std::string>(faults)},
+            {"NEURON_RT_VISIBLE_CORES", std::nullopt}};
+  }
+
+  void Start(const std::string& faults = "") {
+    socket_ = dir_.Join("rtd.sock");
+    auto daemon = testing::StartDaemon(
+        {"--socket", socket_, "--device-backend", "nrt", "--nrt-library", NEURON_FAKE_NRT_LIBRARY},
+        FakeEnvironment(faults));
+    ASSERT_TRUE(daemon.ok()) << daemon.status();
+    daemon_ = *std::move(daemon);
+    auto session = neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = *std::move(session);
+  }
+
+  // Four floats at each of `count` addresses of a fresh buffer on `core`.
+  std::vector<uint64_t> Buffers(uint32_t core, int count) {
+    neuronrt::DeviceBuffer buffer = *session_->Allocate(core, 1 << 16);
+    std::vector<uint64_t> addresses;
+    for (int i = 0; i < count; ++i) addresses.push_back(buffer.device_address + i * 1024);
+    buffers_.push_back(buffer);
+    return addresses;
+  }
+
+  testing::TempDir dir_;
+  std::string socket_;
+  std::unique_ptr<testing::Subprocess> daemon_;
+  std::unique_ptr<neuronrt::Session> session_;
+  std::vector<neuronrt::DeviceBuffer> buffers_;
+};
+
+TEST_F(NrtBackendTest, ANeffRunsOnACoreWithTheTensorsTheRuntimeReports) {
+  Start();
+  absl::StatusOr<neuronrt::Session::LoadedNeff> neff =
+      session_->LoadNeff(TestNeff("add", 2, 2), "add");
+  ASSERT_TRUE(neff.ok()) << neff.status();
+  ASSERT_EQ(neff->tensors.size(), 3u);
+  EXPECT_EQ(neff->tensors[0].name, "a");
+  EXPECT_TRUE(neff->tensors[0].input);
+  EXPECT_EQ(neff->tensors[2].name, "out");
+  EXPECT_FALSE(neff->tensors[2].input);
+  EXPECT_EQ(neff->tensors[2].size_bytes, 16u);
+  EXPECT_EQ(neff->tensors[2].shape, (std::vector<uint32_t>{2, 2}));
+  EXPECT_EQ(neff->tensors[2].dtype, 6);  // float32
+  for (uint32_t core : {0u, 1u}) {
+    std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(core);
+    const std::vector<uint64_t> at = Buffers(core, 3);
+    const std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40};
+    ASSERT_TRUE(stream->CopyToDevice(at[0], a.data(), 16).ok());
+    ASSERT_TRUE(stream->CopyToDevice(at[1], b.data(), 16).ok());
+    ASSERT_TRUE(stream->Launch(neff->executable_id, at, {}, "add").ok());
+    std::vector<float> out(4);
+    ASSERT_TRUE(stream->CopyToHost(out.data(), at[2], 16).ok());
+    EXPECT_EQ(out, (std::vector<float>{11, 22, 33, 44})) << "core " << core;
+  }
+  // Another process of the host reuses the loaded NEFF and learns its tensors.
+  auto other = *neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
+  absl::StatusOr<neuronrt::Session::LoadedNeff> again = other->LoadNeff(TestNeff("add", 2, 2));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->executable_id, neff->executable_id);
+  EXPECT_EQ(again->tensors.size(), 3u);
+}
+
+TEST_F(NrtBackendTest, TensorsOfAnotherCoreAreStagedThroughTheLaunchingCore) {
+  Start();
+  auto neff = *session_->LoadNeff(TestNeff("scale", 2, 2, 2, 3.0));
+  const std::vector<uint64_t> on_core_1 = Buffers(1, 2);
+  std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(0);
+  const std::vector<float> a = {1, 2, 3, 4};
+  ASSERT_TRUE(stream->CopyToDevice(on_core_1[0], a.data(), 16).ok());
+  ASSERT_TRUE(stream->Launch(neff.executable_id, on_core_1, {}, "scale").ok());
+  std::vector<float> out(4);
+  ASSERT_TRUE(stream->CopyToHost(out.data(), on_core_1[1], 16).ok());
+  EXPECT_EQ(out, (std::vector<float>{3, 6, 9, 12}));
+}
+
+TEST_F(NrtBackendTest, AMalformedNeffIsRefusedBeforeTheRuntimeSeesIt) {
+  Start();
+  std::string neff = TestNeff("copy", 2, 2);
+  neff[8] = 3;  // header_size
+  absl::StatusOr<neuronrt::Session::LoadedNeff> refused = session_->LoadNeff(neff);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("header_size"));
+  std::string truncated = TestNeff("copy", 2, 2);
+  truncated.resize(truncated.size() - 10);
+  refused = session_->LoadNeff(truncated);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("data_size"));
+  refused = session_->LoadNeff(TestNeff("copy", 2, 2, /*lnc=*/1));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("--lnc 1"));
+}
+
+TEST_F(NrtBackendTest, AnUnrecoverableCoreRefusesWorkWhileTheOthersGoOn) {
+  Start(/*faults=*/"nrt_execute:101:1");
+  auto neff = *session_->LoadNeff(TestNeff("copy", 2, 2));
+  std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(0);
+  const std::vector<uint64_t> at = Buffers(0, 2);
+  ASSERT_TRUE(stream->Launch(neff.executable_id, at, {}, "copy").ok());
+  absl::Status failed = stream->Synchronize();
+  EXPECT_FALSE(failed.ok());
+  EXPECT_THAT(failed.message(), HasSubstr("NRT_EXEC_UNIT_UNRECOVERABLE"));
+  std::shared_ptr<neuronrt::Stream> again = *session_->CreateStream(0);
+  ASSERT_TRUE(again->Launch(neff.executable_id, at, {}, "copy").ok());
+  failed = again->Synchronize();
+  EXPECT_THAT(failed.message(), HasSubstr("core 0 of device 0 has failed"));
+  EXPECT_THAT(failed.message(), HasSubstr("neuronctl reset 0"));
+  std::shared_ptr<neuronrt::Stream> other_core = *session_->CreateStream(1);
+  const std::vector<uint64_t> there = Buffers(1, 2);
+  ASSERT_TRUE(other_core->Launch(neff.executable_id, there, {}, "copy").ok());
+  EXPECT_TRUE(other_core->Synchronize().ok());
+}
+
+TEST_F(NrtBackendTest, ALoadTheRuntimeRefusesIsACleanError) {
+  Start(/*faults=*/"nrt_load:10");
+  absl::StatusOr<neuronrt::Session::LoadedNeff> refused =
+      session_->LoadNeff(TestNeff("copy", 2, 2));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("NRT_UNSUPPORTED_NEFF_VERSION"));
+  // The session goes on.
+  EXPECT_TRUE(session_->Allocate(0, 4096).ok());
+}
+
+TEST_F(NrtBackendTest, ASecondDaemonOnTheSameCoresRefusesToStartSayingWhy) {
+  Start();
+  const std::string other_socket = dir_.Join("other.sock");
+  testing::CommandResult second = testing::RunCommand(
+      testing::DaemonArgv({"--socket", other_socket, "--device-backend", "nrt", "--nrt-library",
+                           NEURON_FAKE_NRT_LIBRARY}),
+      FakeEnvironment());
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_THAT(second.err, HasSubstr("a NeuronCore belongs to one process at a time"));
+  EXPECT_THAT(second.err, HasSubstr("neuron-ls --wide"));
+}
+
+TEST_F(NrtBackendTest, AMissingLibraryIsNamedWithWhatToInstall) {
+  testing::CommandResult result = testing::RunCommand(
+      testing::DaemonArgv({"--socket", dir_.Join("x.sock"), "--device-backend", "nrt",
+                           "--nrt-library", dir_.Join("nowhere/libnrt.so.1")}),
+      FakeEnvironment());
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("cannot load the Neuron runtime library"));
+  EXPECT_THAT(result.err, HasSubstr("aws-neuronx-runtime-lib"));
+}
+
+TEST(SimBackendNeffTest, TheSimulatorRefusesANeffNamingTheBackend) {
+  testing::TempDir dir;
+  const std::string socket = dir.Join("rtd.sock");
+  auto daemon = testing::StartDaemon({"--socket", socket});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  auto session = *neuronrt::Session::Open({.client = {.address = "unix:" + socket}});
+  absl::StatusOr<neuronrt::Session::LoadedNeff> refused =
+      session->LoadNeff(TestNeff("copy", 2, 2));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("nrt backend"));
+}
+
+}  // namespace
+}  // namespace neuron
