@@ -61,6 +61,17 @@ std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
 
 }  // namespace
 
+namespace {
+
+// [{core, fault}] of failed cores.
+nlohmann::json FaultsJson(const std::map<uint32_t, std::string>& faults) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [core, fault] : faults) list.push_back({{"core", core}, {"fault", fault}});
+  return list;
+}
+
+}  // namespace
+
 std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices) {
   const std::vector<std::string> header = {"DEVICE", "INSTANCE TYPE", "ARCH",     "BACKEND",
                                            "CORES",  "LNC",           "HBM TOTAL", "HBM USED",
@@ -77,7 +88,14 @@ std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices) {
                         ? "-"
                         : absl::StrJoin(device.connected_devices, ",")});
   }
-  return RenderTable(rows);
+  std::string table = RenderTable(rows);
+  for (const neuronrt::DeviceInfo& device : devices) {
+    for (const auto& [core, fault] : device.core_faults) {
+      absl::StrAppendFormat(&table, "core %d of device %d failed: %s\n", core, device.index,
+                            fault);
+    }
+  }
+  return table;
 }
 
 nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
@@ -92,6 +110,7 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
         {"logical_nc_config", device.logical_nc_config},
         {"cores", device.cores.size()},
         {"core_indices", device.cores},
+        {"failed_cores", FaultsJson(device.core_faults)},
         {"hbm_total_bytes", device.hbm_total_bytes},
         {"hbm_used_bytes", device.hbm_used_bytes},
         {"connected_devices", device.connected_devices},
@@ -253,7 +272,7 @@ std::string FormatNanoseconds(uint64_t ns) {
 
 std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores) {
   std::vector<std::vector<std::string>> rows = {
-      {"CORE", "UTIL", "NOW", "COMPLETED", "FAILED", "P50", "P99", "MAX"}};
+      {"CORE", "UTIL", "NOW", "COMPLETED", "FAILED", "HOST", "P50", "P99", "MAX"}};
   for (const neuronrt::CoreStats& core : cores) {
     const bool ran = core.executions_completed + core.executions_failed > 0;
     rows.push_back({absl::StrFormat("%d", core.core),
@@ -261,6 +280,7 @@ std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores) {
                     absl::StrFormat("%.0f%%", core.recent_compute_utilization * 100),
                     absl::StrFormat("%d", core.executions_completed),
                     absl::StrFormat("%d", core.executions_failed),
+                    absl::StrFormat("%d", core.host_executed_launches),
                     ran ? "<" + FormatNanoseconds(core.latency_p50_ns + 1) : "-",
                     ran ? "<" + FormatNanoseconds(core.latency_p99_ns + 1) : "-",
                     ran ? "<" + FormatNanoseconds(core.latency_max_ns + 1) : "-"});
@@ -277,6 +297,7 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
         {"recent_compute_utilization", core.recent_compute_utilization},
         {"executions_completed", core.executions_completed},
         {"executions_failed", core.executions_failed},
+        {"host_executed_launches", core.host_executed_launches},
         {"latency_p50_ns", core.latency_p50_ns},
         {"latency_p99_ns", core.latency_p99_ns},
         {"latency_max_ns", core.latency_max_ns},
@@ -286,11 +307,17 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
 }
 
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target) {
-  return absl::StrFormat(
-      "neuron-rtd %s at %s: %s\n  pid %d, up %.1f s, %s backend, %d device(s), %d core(s)\n",
-      health.daemon_version, target, health.state, health.daemon_pid,
-      static_cast<double>(health.uptime_ms) / 1000.0, health.backend, health.device_count,
-      health.core_count);
+  std::string text = absl::StrFormat(
+      "neuron-rtd %s at %s: %s%s\n  pid %d, up %.1f s, %s backend, %d device(s), %d core(s)\n",
+      health.daemon_version, target, health.state,
+      health.failed_cores.empty() ? ""
+                                  : absl::StrFormat(", %d core(s) failed", health.failed_cores.size()),
+      health.daemon_pid, static_cast<double>(health.uptime_ms) / 1000.0, health.backend,
+      health.device_count, health.core_count);
+  for (const auto& [core, fault] : health.failed_cores) {
+    absl::StrAppendFormat(&text, "  core %d failed: %s\n", core, fault);
+  }
+  return text;
 }
 
 nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target) {
@@ -303,6 +330,7 @@ nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string&
       {"backend", health.backend},
       {"device_count", health.device_count},
       {"core_count", health.core_count},
+      {"failed_cores", FaultsJson(health.failed_cores)},
       {"caller", {{"pid", health.caller.pid}, {"uid", health.caller.uid},
                   {"gid", health.caller.gid}}},
   };

@@ -252,5 +252,5 @@ int main(int argc, char** argv) {
   } else {
     std::cout << neuronctl::HealthText(*info, (*client)->address().target);
   }
-  return info->serving() ? 0 : kExitError;
+  return info->healthy() ? 0 : kExitError;
 }

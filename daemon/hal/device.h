@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -81,6 +82,19 @@ class Device {
   // The engine that does the work of a command (NEURON_RTD_OP_*) issued for
   // operator `op_name`, for profiles. Any thread.
   virtual Engine EngineOf(uint16_t opcode, std::string_view op_name) const = 0;
+
+  // Why logical core `core` of the device stopped (an unrecoverable fault of
+  // the runtime or the hardware), or empty while it works. A failed core
+  // refuses launches until Reset recovers it. Any thread.
+  virtual std::string CoreFault(uint32_t /*core*/) const { return {}; }
+  // Launches of core `core` that ran on the host CPU instead (operators no
+  // compiler has made into programs of the core). 0 where every launch runs
+  // on the host anyway (the sim).
+  virtual uint64_t HostExecutedLaunches(uint32_t /*core*/) const { return 0; }
+  // Returns the device to a clean state once the daemon has ended every
+  // session that used it (nothing of theirs remains allocated); recovers
+  // failed cores where the backend can.
+  virtual absl::Status Reset() { return absl::OkStatus(); }
 };
 
 // A set of devices, created once at daemon start.
@@ -98,6 +112,11 @@ class Backend {
   // Dispatch later runs can have been refused here.
   virtual absl::StatusOr<std::unique_ptr<Executable>> PrepareExecutable(
       const ExecutableSpec& spec) = 0;
+
+  // Whether resetting device `device` takes every session of the host, not
+  // only its own: a runtime that recovers a failed core only by starting
+  // again (libnrt) frees every device's memory as it does.
+  virtual bool ResetEndsEverySession(uint32_t /*device*/) const { return false; }
 
   uint32_t total_logical_cores() const;
 };

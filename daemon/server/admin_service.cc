@@ -21,6 +21,17 @@ grpc::Status AdminService::Health(grpc::ServerContext* context, const v1::Health
   response->set_backend(ToProto(backend_.kind()));
   response->set_device_count(static_cast<uint32_t>(backend_.devices().size()));
   response->set_core_count(backend_.total_logical_cores());
+  for (const hal::Device* device : backend_.devices()) {
+    for (uint32_t core = 0; core < device->info().logical_cores(); ++core) {
+      std::string fault = device->CoreFault(core);
+      if (fault.empty()) continue;
+      v1::CoreInfo* failed = response->add_failed_cores();
+      failed->set_index(device->info().first_core_index + core);
+      failed->set_device_index(device->info().index);
+      failed->set_physical_cores(device->info().logical_nc_config);
+      failed->set_fault(std::move(fault));
+    }
+  }
   if (std::optional<PeerCredentials> caller = peers_.Lookup(context->peer())) {
     response->mutable_caller()->set_pid(caller->pid);
     response->mutable_caller()->set_uid(caller->uid);
@@ -145,12 +156,30 @@ grpc::Status AdminService::ResetDevice(grpc::ServerContext* context,
                         absl::StrFormat("no device %d: this host has %d", request->device_index(),
                                         backend_.devices().size()));
   }
-  // The sim's devices hold no state beyond their sessions' memory: ending
-  // those sessions returns the device to a clean state.
-  for (uint64_t id : sessions_.CloseSessionsOnDevice(
-           request->device_index(), NEURON_RTD_STATUS_CLOSED,
-           absl::StrFormat("device %d was reset by an administrator", request->device_index()))) {
-    response->add_failed_sessions(id);
+  // Ending the sessions that use the device frees what they held; the
+  // backend then clears what is left (on real Trainium, its loaded programs
+  // and failed cores). A backend that must start its runtime again ends
+  // every session, with new ones refused meanwhile.
+  const uint32_t index = request->device_index();
+  const bool whole_host = backend_.ResetEndsEverySession(index);
+  const bool was_draining = sessions_.draining();
+  if (whole_host) sessions_.SetDraining(true);
+  for (const hal::Device* device : backend_.devices()) {
+    const uint32_t each = device->info().index;
+    if (each != index && !whole_host) continue;
+    for (uint64_t id : sessions_.CloseSessionsOnDevice(
+             each, NEURON_RTD_STATUS_CLOSED,
+             whole_host ? absl::StrFormat("the Neuron runtime was restarted to reset device %d",
+                                          index)
+                        : absl::StrFormat("device %d was reset by an administrator", index))) {
+      response->add_failed_sessions(id);
+    }
+  }
+  absl::Status reset = backend_.devices()[index]->Reset();
+  if (whole_host && !was_draining) sessions_.SetDraining(false);
+  if (!reset.ok()) {
+    return ToGrpc(absl::Status(reset.code(),
+                               absl::StrFormat("resetting device %d: %s", index, reset.message())));
   }
   return grpc::Status::OK;
 }
@@ -194,6 +223,10 @@ grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequ
     out->set_executions_failed(stats.failed);
     out->set_busy_ns(stats.busy_ns);
     out->set_recent_compute_utilization(stats.recent_compute_utilization);
+    if (absl::StatusOr<hal::Device*> device = scheduler_.DeviceOfCore(core); device.ok()) {
+      out->set_host_executed_launches(
+          (*device)->HostExecutedLaunches(core - (*device)->info().first_core_index));
+    }
     Summarize(stats.latency_log2_ns, out->mutable_execution_latency());
   }
   for (const hal::Device* device : backend_.devices()) {

@@ -24,7 +24,8 @@ v1::Architecture ArchitectureToProto(hal::Architecture architecture) {
   return v1::ARCHITECTURE_UNSPECIFIED;
 }
 
-void DeviceToProto(const hal::DeviceInfo& info, uint64_t hbm_used, v1::DeviceInfo* out) {
+void DeviceToProto(const hal::Device& device, uint64_t hbm_used, v1::DeviceInfo* out) {
+  const hal::DeviceInfo& info = device.info();
   out->set_index(info.index);
   out->set_instance_type(info.instance_type);
   out->set_architecture(ArchitectureToProto(info.architecture));
@@ -36,6 +37,7 @@ void DeviceToProto(const hal::DeviceInfo& info, uint64_t hbm_used, v1::DeviceInf
     core_info->set_index(info.first_core_index + core);
     core_info->set_device_index(info.index);
     core_info->set_physical_cores(info.logical_nc_config);
+    core_info->set_fault(device.CoreFault(core));
   }
   out->set_hbm_total_bytes(info.hbm_total_bytes);
   out->set_hbm_used_bytes(hbm_used);
@@ -49,7 +51,7 @@ void DeviceToProto(const hal::DeviceInfo& info, uint64_t hbm_used, v1::DeviceInf
 void DevicesToProto(const hal::Backend& backend, const memory::MemoryManager& memory,
                     google::protobuf::RepeatedPtrField<v1::DeviceInfo>* out) {
   for (const hal::Device* device : backend.devices()) {
-    DeviceToProto(device->info(), memory.stats(device->info().index).used_bytes, out->Add());
+    DeviceToProto(*device, memory.stats(device->info().index).used_bytes, out->Add());
   }
 }
 

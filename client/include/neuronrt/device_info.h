@@ -3,6 +3,7 @@
 #define NEURONRT_DEVICE_INFO_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct DeviceInfo {
   // Stream priorities run from 0 (default, lowest) to
   // -(stream_priority_levels - 1) (highest).
   uint32_t stream_priority_levels = 1;
+  // Cores that stopped (an unrecoverable fault), by host-wide index: why.
+  std::map<uint32_t, std::string> core_faults;
 };
 
 // The peer the daemon saw on the caller's connection.
@@ -43,8 +46,12 @@ struct HealthInfo {
   uint32_t device_count = 0;
   uint32_t core_count = 0;
   PeerIdentity caller;
+  // Cores that stopped, by host-wide index: why. The daemon serves the rest.
+  std::map<uint32_t, std::string> failed_cores;
 
   bool serving() const { return state == "serving"; }
+  // Serving with every core working.
+  bool healthy() const { return serving() && failed_cores.empty(); }
 };
 
 // A session as `neuronctl ps` shows it.
@@ -80,6 +87,9 @@ struct CoreStats {
   uint64_t busy_ns = 0;
   // The share of about the last second the compute engine was busy, 0 to 1.
   double recent_compute_utilization = 0;
+  // Launches that ran on the host CPU instead of the core (real Trainium's
+  // host execution path); 0 on the simulator.
+  uint64_t host_executed_launches = 0;
   // Execution time percentiles, upper bounds of power-of-two buckets.
   uint64_t latency_p50_ns = 0;
   uint64_t latency_p99_ns = 0;

@@ -61,6 +61,9 @@ DeviceInfo FromProto(const v1::DeviceInfo& device) {
                                 device.connected_devices().end());
   info.bus_id = device.bus_id();
   info.stream_priority_levels = std::max<uint32_t>(1, device.stream_priority_levels());
+  for (const v1::CoreInfo& core : device.cores()) {
+    if (!core.fault().empty()) info.core_faults[core.index()] = core.fault();
+  }
   return info;
 }
 
@@ -76,6 +79,9 @@ HealthInfo FromProto(const v1::HealthResponse& health) {
   info.caller = PeerIdentity{.pid = health.caller().pid(),
                              .uid = health.caller().uid(),
                              .gid = health.caller().gid()};
+  for (const v1::CoreInfo& core : health.failed_cores()) {
+    info.failed_cores[core.index()] = core.fault();
+  }
   return info;
 }
 
@@ -155,6 +161,7 @@ CoreStats FromProto(const v1::CoreStats& core) {
                    .executions_failed = core.executions_failed(),
                    .busy_ns = core.busy_ns(),
                    .recent_compute_utilization = core.recent_compute_utilization(),
+                   .host_executed_launches = core.host_executed_launches(),
                    .latency_p50_ns = core.execution_latency().p50_ns(),
                    .latency_p99_ns = core.execution_latency().p99_ns(),
                    .latency_max_ns = core.execution_latency().max_ns()};

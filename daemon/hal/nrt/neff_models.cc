@@ -124,6 +124,24 @@ void ModelCache::Forget(uint64_t neff) {
   }
 }
 
+void ModelCache::ForgetCore(int32_t vnc) {
+  absl::MutexLock lock(&mutex_);
+  for (auto it = models_.begin(); it != models_.end();) {
+    if (it->first.second == vnc) {
+      runtime_->api().unload(it->second.model);
+      it = models_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ModelCache::UnloadAll() {
+  absl::MutexLock lock(&mutex_);
+  for (auto& [key, entry] : models_) runtime_->api().unload(entry.model);
+  models_.clear();
+}
+
 uint64_t ModelCache::loaded() const {
   absl::MutexLock lock(&mutex_);
   return models_.size();

@@ -26,7 +26,7 @@ namespace neuron::rtd::hal::nrt {
 // unloaded while it executes.
 class ModelCache {
  public:
-  explicit ModelCache(std::shared_ptr<const NrtRuntime> runtime) : runtime_(std::move(runtime)) {}
+  explicit ModelCache(std::shared_ptr<NrtRuntime> runtime) : runtime_(std::move(runtime)) {}
   ModelCache(const ModelCache&) = delete;
   ModelCache& operator=(const ModelCache&) = delete;
   ~ModelCache();
@@ -37,6 +37,10 @@ class ModelCache {
   absl::StatusOr<nrt_model_t*> Get(uint64_t neff, std::string_view bytes, int32_t vnc);
   // Unloads every model of NEFF `neff` (its executable is gone).
   void Forget(uint64_t neff);
+  // Unloads every model of core `vnc` (under its lock), or of every core;
+  // they load again at their next launch.
+  void ForgetCore(int32_t vnc);
+  void UnloadAll();
   uint64_t loaded() const;
   uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
 
@@ -46,7 +50,7 @@ class ModelCache {
     uint64_t last_use = 0;
   };
 
-  const std::shared_ptr<const NrtRuntime> runtime_;
+  const std::shared_ptr<NrtRuntime> runtime_;
   mutable absl::Mutex mutex_;
   std::map<std::pair<uint64_t, int32_t>, Entry> models_ ABSL_GUARDED_BY(mutex_);
   uint64_t uses_ ABSL_GUARDED_BY(mutex_) = 0;

@@ -65,7 +65,7 @@ std::vector<TensorLayout> BoundTensors(const ExecutableSpec& spec) {
 
 }  // namespace
 
-NrtBackend::NrtBackend(std::shared_ptr<const NrtRuntime> runtime,
+NrtBackend::NrtBackend(std::shared_ptr<NrtRuntime> runtime,
                        std::shared_ptr<ModelCache> models,
                        std::vector<std::unique_ptr<NrtDevice>> devices,
                        compiler::GraphCompiler* graph_compiler)
@@ -74,6 +74,10 @@ NrtBackend::NrtBackend(std::shared_ptr<const NrtRuntime> runtime,
       devices_(std::move(devices)),
       graph_compiler_(graph_compiler) {
   for (const auto& device : devices_) device_views_.push_back(device.get());
+}
+
+bool NrtBackend::ResetEndsEverySession(uint32_t device) const {
+  return device < devices_.size() && devices_[device]->HasFailedCore();
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> NrtBackend::PrepareNeff(const NeffPlan& plan) {
@@ -146,7 +150,7 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
         "it, or give this daemon other cores ([device] nrt_visible_cores)",
         (*library)->ToStatus(status, "nrt_init").message(), wanted));
   }
-  auto runtime = std::make_shared<const NrtRuntime>(*std::move(library));
+  auto runtime = std::make_shared<NrtRuntime>(*std::move(library), version);
   auto models = std::make_shared<ModelCache>(runtime);
   uint32_t visible = 0;
   if (absl::Status counted = runtime->library().ToStatus(api.get_visible_nc_count(&visible),

@@ -38,7 +38,7 @@ struct NrtOptions {
 
 class NrtBackend final : public Backend {
  public:
-  NrtBackend(std::shared_ptr<const NrtRuntime> runtime, std::shared_ptr<ModelCache> models,
+  NrtBackend(std::shared_ptr<NrtRuntime> runtime, std::shared_ptr<ModelCache> models,
              std::vector<std::unique_ptr<NrtDevice>> devices,
              compiler::GraphCompiler* graph_compiler);
 
@@ -46,13 +46,15 @@ class NrtBackend final : public Backend {
   std::span<Device* const> devices() const override { return device_views_; }
   absl::StatusOr<std::unique_ptr<Executable>> PrepareExecutable(
       const ExecutableSpec& spec) override;
+  // A device with a failed core: recovering it restarts the runtime.
+  bool ResetEndsEverySession(uint32_t device) const override;
 
   const NrtLibrary& library() const { return runtime_->library(); }
 
  private:
   absl::StatusOr<std::unique_ptr<Executable>> PrepareNeff(const NeffPlan& plan);
 
-  std::shared_ptr<const NrtRuntime> runtime_;
+  std::shared_ptr<NrtRuntime> runtime_;
   std::shared_ptr<ModelCache> models_;
   std::atomic<uint64_t> next_neff_key_{1};
   std::vector<std::unique_ptr<NrtDevice>> devices_;

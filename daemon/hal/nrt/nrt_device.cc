@@ -18,7 +18,7 @@ constexpr uint64_t kBounceBytes = 4ull << 20;
 
 }  // namespace
 
-NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<const NrtRuntime> runtime,
+NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
                      std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
                      sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models)
     : info_(std::move(info)),
@@ -29,11 +29,14 @@ NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<const Nrt
       host_launch_(host_launch),
       models_(std::move(models)),
       core_locks_(new absl::Mutex[vncs_.size()]),
-      core_faults_(vncs_.size()) {}
+      host_launches_(new std::atomic<uint64_t>[vncs_.size()]()) {}
 
 NrtDevice::~NrtDevice() {
   absl::MutexLock lock(&segments_mutex_);
-  for (auto& [address, segment] : segments_) runtime_->api().tensor_free(&segment.tensor);
+  for (auto& [address, segment] : segments_) {
+    runtime_->api().tensor_free(&segment.tensor);
+    runtime_->RemoveSegmentTensor();
+  }
 }
 
 absl::Mutex& NrtDevice::CoreLock(int32_t vnc) const {
@@ -92,6 +95,7 @@ absl::Status NrtDevice::Acquire(DeviceRange range, uint32_t core) {
       return allocated;
     }
   }
+  runtime_->AddSegmentTensor();
   absl::MutexLock lock(&segments_mutex_);
   segments_[range.address] = Segment{.tensor = tensor, .size = range.size, .vnc = vnc};
   return absl::OkStatus();
@@ -114,6 +118,7 @@ absl::Status NrtDevice::Release(DeviceRange range) {
     absl::MutexLock lock(&CoreLock(segment.vnc));
     runtime_->api().tensor_free(&segment.tensor);
   }
+  runtime_->RemoveSegmentTensor();
   return mirror_->Decommit(range);
 }
 
@@ -251,7 +256,7 @@ absl::Status NrtDevice::Reduce(const Reduction& reduction, uint64_t destination,
     }
   }
   if (absl::Status read = ReadToMirror(destination, bytes); !read.ok()) return read;
-  host_launches_.fetch_add(1, std::memory_order_relaxed);
+  host_launches_[0].fetch_add(1, std::memory_order_relaxed);
   if (absl::Status reduced = sim::ReduceInArenas(reduction, *mirror_, destination, operands);
       !reduced.ok()) {
     return reduced;
@@ -272,12 +277,12 @@ absl::Status NrtDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
       return read;
     }
   }
-  host_launches_.fetch_add(1, std::memory_order_relaxed);
+  host_launches_[0].fetch_add(1, std::memory_order_relaxed);
   if (absl::Status ran = sim::RunAddF32(*mirror_, arguments, scalars); !ran.ok()) return ran;
   return WriteFromMirror(arguments[2], *count * sizeof(float));
 }
 
-absl::Status NrtDevice::RunOnHost(const HostExecutable& executable,
+absl::Status NrtDevice::RunOnHost(const HostExecutable& executable, uint32_t core,
                                   std::span<const uint64_t> bindings,
                                   std::span<const uint8_t> immediates) {
   absl::MutexLock lock(&host_mutex_);
@@ -288,7 +293,7 @@ absl::Status NrtDevice::RunOnHost(const HostExecutable& executable,
       return read;
     }
   }
-  host_launches_.fetch_add(1, std::memory_order_relaxed);
+  host_launches_[core].fetch_add(1, std::memory_order_relaxed);
   absl::Status ran = executable.executable().Run(*mirror_, bindings, immediates, host_launch_);
   // An operator error leaves device memory as it was: nothing is written back.
   if (!ran.ok()) return ran;
@@ -314,8 +319,34 @@ absl::StatusOr<std::vector<NeffTensor>> NrtDevice::InspectNeff(uint64_t key,
 }
 
 std::string NrtDevice::CoreFault(uint32_t core) const {
-  absl::MutexLock lock(&faults_mutex_);
-  return core < core_faults_.size() ? core_faults_[core] : std::string();
+  return core < vncs_.size() ? runtime_->Fault(vncs_[core]) : std::string();
+}
+
+bool NrtDevice::HasFailedCore() const {
+  for (int32_t vnc : vncs_) {
+    if (!runtime_->Fault(vnc).empty()) return true;
+  }
+  return false;
+}
+
+uint64_t NrtDevice::HostExecutedLaunches(uint32_t core) const {
+  return core < vncs_.size() ? host_launches_[core].load(std::memory_order_relaxed) : 0;
+}
+
+absl::Status NrtDevice::Reset() {
+  if (!HasFailedCore()) {
+    for (size_t core = 0; core < vncs_.size(); ++core) {
+      absl::MutexLock lock(&core_locks_[core]);
+      models_->ForgetCore(vncs_[core]);
+    }
+    return absl::OkStatus();
+  }
+  models_->UnloadAll();
+  absl::Status restarted = runtime_->Restart(absl::Seconds(30));
+  if (!restarted.ok()) {
+    for (int32_t vnc : vncs_) runtime_->SetFault(vnc, std::string(restarted.message()));
+  }
+  return restarted;
 }
 
 absl::StatusOr<NrtDevice::Bound> NrtDevice::Bind(const NeffTensor& tensor, uint64_t address,
@@ -395,10 +426,7 @@ absl::Status NrtDevice::RunNeff(const LoadedNeff& neff, uint32_t core,
     status = runtime_->library().ToStatus(
         executed, absl::StrFormat("NEFF '%s' on device %d core %d", neff.plan().name,
                                   info_.index, core));
-    if (IsCoreFatal(executed)) {
-      absl::MutexLock faults(&faults_mutex_);
-      core_faults_[core] = std::string(status.message());
-    }
+    if (IsCoreFatal(executed)) runtime_->SetFault(vnc, std::string(status.message()));
   }
   for (size_t i = 0; i < bound.size(); ++i) {
     if (status.ok() && bound[i].staged && !tensors[i].input) {
@@ -432,7 +460,7 @@ absl::Status NrtDevice::Dispatch(const Executable& executable, uint32_t core,
         info_.index, fault, info_.index));
   }
   if (const auto* host = dynamic_cast<const HostExecutable*>(&executable)) {
-    return RunOnHost(*host, bindings, immediates);
+    return RunOnHost(*host, core, bindings, immediates);
   }
   if (const auto* neff = dynamic_cast<const LoadedNeff*>(&executable)) {
     return RunNeff(*neff, core, bindings);

@@ -50,7 +50,7 @@ class NrtDevice final : public Device {
  public:
   // `vncs[i]`: libnrt's (process-relative) number of the device's logical
   // core i. `mirror` reserves the same addresses as `info`'s HBM.
-  NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<const NrtRuntime> runtime,
+  NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
             std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
             sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models);
   ~NrtDevice() override;
@@ -75,14 +75,16 @@ class NrtDevice final : public Device {
                         std::span<const uint8_t> immediates) override;
   Engine EngineOf(uint16_t opcode, std::string_view op_name) const override;
 
-  // Launches that ran on the host CPU instead of a NeuronCore.
-  uint64_t host_launches() const { return host_launches_.load(std::memory_order_relaxed); }
+  std::string CoreFault(uint32_t core) const override;
+  uint64_t HostExecutedLaunches(uint32_t core) const override;
+  // Unloads the programs of the device's cores; when a core has failed,
+  // restarts the runtime (every session of the host has ended: see
+  // NrtBackend::ResetEndsEverySession).
+  absl::Status Reset() override;
 
   // The tensors of NEFF `key` (`bytes`), loaded on the device's first core.
   absl::StatusOr<std::vector<NeffTensor>> InspectNeff(uint64_t key, std::string_view bytes);
-
-  // Why core `core` stopped (a fatal libnrt status), or empty while it works.
-  std::string CoreFault(uint32_t core) const;
+  bool HasFailedCore() const;
 
  private:
   struct Segment {
@@ -103,7 +105,8 @@ class NrtDevice final : public Device {
   // Host copies of device memory for the host execution path.
   absl::Status ReadToMirror(uint64_t address, uint64_t bytes);
   absl::Status WriteFromMirror(uint64_t address, uint64_t bytes);
-  absl::Status RunOnHost(const HostExecutable& executable, std::span<const uint64_t> bindings,
+  absl::Status RunOnHost(const HostExecutable& executable, uint32_t core,
+                         std::span<const uint64_t> bindings,
                          std::span<const uint8_t> immediates);
   absl::Status RunNeff(const LoadedNeff& neff, uint32_t core, std::span<const uint64_t> bindings);
   // The NEFF's tensor `i` as a tensor on core `vnc`: a slice of the segment
@@ -118,7 +121,7 @@ class NrtDevice final : public Device {
 
   const DeviceInfo info_;
   const DeviceRange hbm_;
-  const std::shared_ptr<const NrtRuntime> runtime_;
+  const std::shared_ptr<NrtRuntime> runtime_;
   const std::vector<int32_t> vncs_;
   const std::unique_ptr<sim::HbmArena> mirror_;
   const sim::LaunchSettings host_launch_;
@@ -129,10 +132,8 @@ class NrtDevice final : public Device {
   std::map<uint64_t, Segment> segments_ ABSL_GUARDED_BY(segments_mutex_);
   // Taken before segments_mutex_ and the core locks.
   absl::Mutex host_mutex_;
-  std::atomic<uint64_t> host_launches_{0};
-  mutable absl::Mutex faults_mutex_;
-  // By position in vncs_; empty while the core works.
-  std::vector<std::string> core_faults_ ABSL_GUARDED_BY(faults_mutex_);
+  // Host-executed launches by core; reductions and built-ins count on core 0.
+  const std::unique_ptr<std::atomic<uint64_t>[]> host_launches_;
 };
 
 }  // namespace neuron::rtd::hal::nrt

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "daemon/exec/neff_container.h"
 #include "neuronrt/session.h"
+#include "nlohmann/json.hpp"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -153,6 +154,52 @@ TEST_F(NrtBackendTest, AnUnrecoverableCoreRefusesWorkWhileTheOthersGoOn) {
   const std::vector<uint64_t> there = Buffers(1, 2);
   ASSERT_TRUE(other_core->Launch(neff.executable_id, there, {}, "copy").ok());
   EXPECT_TRUE(other_core->Synchronize().ok());
+}
+
+TEST_F(NrtBackendTest, NeuronctlShowsAFailedCoreAndResetRestartsTheRuntime) {
+  Start(/*faults=*/"nrt_execute:101:1");
+  auto neff = *session_->LoadNeff(TestNeff("copy", 2, 2));
+  std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(0);
+  ASSERT_TRUE(stream->Launch(neff.executable_id, Buffers(0, 2), {}, "copy").ok());
+  ASSERT_FALSE(stream->Synchronize().ok());
+  auto neuronctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {testing::NeuronctlBinary(), "--address", "unix:" + socket_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunCommand(argv);
+  };
+
+  testing::CommandResult health = neuronctl({"health"});
+  EXPECT_EQ(health.exit_code, 1) << "a failed core makes the daemon unhealthy";
+  EXPECT_THAT(health.out, HasSubstr("core 0 failed"));
+  EXPECT_THAT(health.out, HasSubstr("NRT_EXEC_UNIT_UNRECOVERABLE"));
+  testing::CommandResult listed = neuronctl({"ls", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const nlohmann::json devices = nlohmann::json::parse(listed.out);
+  ASSERT_FALSE(devices.empty());
+  EXPECT_THAT(devices.dump(), HasSubstr("NRT_EXEC_UNIT_UNRECOVERABLE"));
+
+  // The runtime starts again: every session of the host ends, the core works.
+  std::unique_ptr<neuronrt::Session> bystander =
+      *neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
+  testing::CommandResult reset = neuronctl({"reset", "0"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_THAT(reset.out, HasSubstr("2 session(s) ended"));
+  absl::Status ended = bystander->Allocate(1, 4096).status();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kAborted) << ended;
+  EXPECT_THAT(std::string(ended.message()), HasSubstr("was closed by neuron-rtd"));
+
+  health = neuronctl({"health"});
+  EXPECT_EQ(health.exit_code, 0) << health.out;
+  auto session = *neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
+  auto again = *session->LoadNeff(TestNeff("copy", 2, 2));
+  neuronrt::DeviceBuffer buffer = *session->Allocate(0, 4096);
+  std::shared_ptr<neuronrt::Stream> recovered = *session->CreateStream(0);
+  const std::vector<uint64_t> at = {buffer.device_address, buffer.device_address + 1024};
+  ASSERT_TRUE(recovered->Launch(again.executable_id, at, {}, "copy").ok());
+  EXPECT_TRUE(recovered->Synchronize().ok());
+  testing::CommandResult stats = neuronctl({"stats", "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_TRUE(nlohmann::json::parse(stats.out)["cores"][0].contains("host_executed_launches"));
 }
 
 TEST_F(NrtBackendTest, ALoadTheRuntimeRefusesIsACleanError) {
