@@ -11,15 +11,16 @@ import tempfile
 import time
 
 
-def start(binary, preset="dev", extra_args=()):
-    """Starts a daemon; returns (process, socket path, workdir, seconds to ready)."""
+def start(binary, preset="dev", extra_args=(), env=None):
+    """Starts a daemon (`env`: variables added to this process's); returns
+    (process, socket path, workdir, seconds to ready)."""
     workdir = tempfile.mkdtemp(prefix="nrtd-bench-")
     notify_path = os.path.join(workdir, "notify.sock")
     sock_path = os.path.join(workdir, "rtd.sock")
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(notify_path)
     notify.settimeout(30)
-    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+    env = dict(os.environ, **(env or {}), NOTIFY_SOCKET=notify_path)
     started = time.perf_counter()
     process = subprocess.Popen(
         [binary, "--config", "/dev/null", "--socket", sock_path, "--sim-preset", preset,
@@ -50,13 +51,16 @@ def stop(process, workdir):
     return elapsed
 
 
-def run_worker(build_dir, script, timeout=1200):
-    """Runs `script --worker` against a daemon started here, torch_neuronx
-    pointed at it; returns the JSON object the worker printed last."""
-    process, sock_path, workdir, _ = start(str(build_dir / "bin" / "neuron-rtd"))
+def run_worker(build_dir, script, timeout=1200, worker_args=(), daemon_args=(), daemon_env=None):
+    """Runs `script --worker [worker_args]` against a daemon started here
+    (with `daemon_args` and `daemon_env`), torch_neuronx pointed at it;
+    returns the JSON object the worker printed last."""
+    process, sock_path, workdir, _ = start(str(build_dir / "bin" / "neuron-rtd"),
+                                           extra_args=daemon_args, env=daemon_env)
     try:
         result = subprocess.run(
-            [sys.executable, script, "--worker"], check=True, capture_output=True, text=True,
+            [sys.executable, script, "--worker", *worker_args], check=True, capture_output=True,
+            text=True,
             timeout=timeout,
             env={**os.environ, "NEURON_RTD_ADDRESS": f"unix:{sock_path}",
                  "NEURON_RTD_AUTOSTART": "0"})

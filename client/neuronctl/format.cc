@@ -298,6 +298,7 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
         {"executions_completed", core.executions_completed},
         {"executions_failed", core.executions_failed},
         {"host_executed_launches", core.host_executed_launches},
+        {"busy_ns", core.busy_ns},
         {"latency_p50_ns", core.latency_p50_ns},
         {"latency_p99_ns", core.latency_p99_ns},
         {"latency_max_ns", core.latency_max_ns},

@@ -86,6 +86,11 @@ def test_wrong_inputs_raise_at_the_call_and_the_module_goes_on():
         module(x=x)
     with pytest.raises(TypeError, match="takes 2 inputs"):
         module(x)
+    with pytest.raises(TypeError, match="input y must be a tensor, not list"):
+        module(x, [1.0])
+    # A strided input is made contiguous for the launch.
+    strided = torch.randn(8, 4, device="neuron").t()
+    torch.testing.assert_close(module(x, strided).cpu(), (x + strided).cpu())
     torch.testing.assert_close(module(x, x).cpu(), (x + x).cpu())
 
 

@@ -19,6 +19,48 @@ struct PyNeff {
   std::vector<neuronrt::Session::NeffTensor> tensors;
 };
 
+std::string Describe(at::ScalarType dtype, c10::IntArrayRef shape) {
+  return py::str(py::cast(dtype)).cast<std::string>() + c10::str(shape);
+}
+
+// The call's inputs, in the NEFF's order: tensors of each input's dtype and
+// shape (where PyTorch has its dtype), made contiguous. TypeError and
+// ValueError as a Python function's.
+std::vector<at::Tensor> CheckedInputs(const PyNeff& neff, const py::sequence& given) {
+  std::vector<const neuronrt::Session::NeffTensor*> expected;
+  for (const neuronrt::Session::NeffTensor& tensor : neff.tensors) {
+    if (tensor.input) expected.push_back(&tensor);
+  }
+  if (given.size() != expected.size()) {
+    std::string names;
+    for (const auto* tensor : expected) names += (names.empty() ? "'" : ", '") + tensor->name + "'";
+    throw py::type_error(c10::str("NEFF '", neff.name, "' takes ", expected.size(), " inputs [",
+                                  names, "]; ", given.size(), " given"));
+  }
+  std::vector<at::Tensor> inputs;
+  inputs.reserve(expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const py::handle item = given[i];
+    if (!THPVariable_Check(item.ptr())) {
+      throw py::type_error(c10::str("NEFF '", neff.name, "' input ", expected[i]->name,
+                                    " must be a tensor, not ", py::type::of(item).attr("__name__")
+                                                                   .cast<std::string>()));
+    }
+    const at::Tensor& tensor = THPVariable_Unpack(item.ptr());
+    if (expected[i]->dtype) {
+      const auto dtype = static_cast<at::ScalarType>(*expected[i]->dtype);
+      const std::vector<int64_t> shape(expected[i]->shape.begin(), expected[i]->shape.end());
+      if (tensor.scalar_type() != dtype || tensor.sizes() != c10::IntArrayRef(shape)) {
+        throw py::value_error(c10::str("NEFF '", neff.name, "' input ", expected[i]->name,
+                                       " is ", Describe(dtype, shape), "; it was given ",
+                                       Describe(tensor.scalar_type(), tensor.sizes())));
+      }
+    }
+    inputs.push_back(tensor.contiguous());
+  }
+  return inputs;
+}
+
 }  // namespace
 
 void BindNeff(py::module& module) {
@@ -48,13 +90,14 @@ void BindNeff(py::module& module) {
       },
       py::arg("neff"), py::arg("name"));
   module.def(
-      "_launch_neff",
-      [](const PyNeff& neff, const std::vector<at::Tensor>& tensors, int device, bool wait) {
+      "_run_neff",
+      [](const PyNeff& neff, const py::sequence& given, int device, bool wait) {
+        std::vector<at::Tensor> inputs = CheckedInputs(neff, given);
         py::gil_scoped_release no_gil;
-        LaunchNeff(neff.executable_id, neff.name, neff.tensors, tensors,
-                   static_cast<c10::DeviceIndex>(device), wait);
+        return RunNeff(neff.executable_id, neff.name, neff.tensors, inputs,
+                       static_cast<c10::DeviceIndex>(device), wait);
       },
-      py::arg("neff"), py::arg("tensors"), py::arg("device"), py::arg("wait"));
+      py::arg("neff"), py::arg("inputs"), py::arg("device"), py::arg("wait"));
 }
 
 }  // namespace torch_neuronx

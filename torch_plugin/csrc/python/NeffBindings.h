@@ -1,4 +1,4 @@
-// Binds torch_neuronx._C._load_neff and _launch_neff (torch_neuronx.neff).
+// Binds torch_neuronx._C._load_neff and _run_neff (torch_neuronx.neff).
 #ifndef TORCH_NEURONX_CSRC_PYTHON_NEFF_BINDINGS_H_
 #define TORCH_NEURONX_CSRC_PYTHON_NEFF_BINDINGS_H_
 

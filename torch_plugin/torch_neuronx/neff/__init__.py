@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import torch
 
+from torch_neuronx import _C
+
 __all__ = ["NeffModule", "NeffTensorInfo", "load"]
 
 
@@ -42,58 +44,34 @@ class NeffModule(torch.nn.Module):
         self._neff = neff
         self._device = device
         self._launched = False
-        self._order = []  # (input?, info) in launch order
         self.inputs, self.outputs = [], []
         for name, is_input, size_bytes, shape, dtype in neff.tensors:
             info = NeffTensorInfo(name, tuple(shape), dtype, size_bytes)
             (self.inputs if is_input else self.outputs).append(info)
-            self._order.append((is_input, info))
+        self._input_names = [info.name for info in self.inputs]
 
     @property
     def name(self):
         return self._neff.name
 
-    def _output(self, info):
-        device = torch.device("neuron", self._device)
-        if info.dtype is None:
-            return torch.empty(info.size_bytes, dtype=torch.uint8, device=device)
-        return torch.empty(info.shape, dtype=info.dtype, device=device)
+    def _by_name(self, kwargs):
+        names = self._input_names
+        unknown = sorted(set(kwargs) - set(names))
+        missing = [name for name in names if name not in kwargs]
+        if unknown or missing:
+            raise TypeError(f"NEFF '{self.name}' takes inputs {names}; "
+                            f"unknown {unknown}, missing {missing}")
+        return [kwargs[name] for name in names]
 
     def forward(self, *args, **kwargs):
-        if args and kwargs:
-            raise TypeError(f"NEFF '{self.name}' takes its inputs by position or by name, "
-                            "not both")
-        names = [info.name for info in self.inputs]
         if kwargs:
-            unknown = sorted(set(kwargs) - set(names))
-            missing = [name for name in names if name not in kwargs]
-            if unknown or missing:
-                raise TypeError(f"NEFF '{self.name}' takes inputs {names}; "
-                                f"unknown {unknown}, missing {missing}")
-            args = [kwargs[name] for name in names]
-        if len(args) != len(names):
-            raise TypeError(f"NEFF '{self.name}' takes {len(names)} inputs {names}; "
-                            f"{len(args)} given")
-        given = dict(zip(names, args))
-        tensors, outputs = [], []
-        for is_input, info in self._order:
-            if is_input:
-                tensor = given[info.name]
-                if not isinstance(tensor, torch.Tensor):
-                    raise TypeError(f"NEFF '{self.name}' input {info.name} must be a tensor")
-                if info.dtype is not None and (tensor.dtype != info.dtype
-                                               or tuple(tensor.shape) != info.shape):
-                    raise ValueError(
-                        f"NEFF '{self.name}' input {info.name} is {info.dtype}{list(info.shape)}; "
-                        f"it was given {tensor.dtype}{list(tensor.shape)}")
-                tensors.append(tensor.contiguous())
-            else:
-                outputs.append(self._output(info))
-                tensors.append(outputs[-1])
-        from torch_neuronx import _C
-
-        _C._launch_neff(self._neff, tensors, self._device, not self._launched)
-        self._launched = True
+            if args:
+                raise TypeError(f"NEFF '{self.name}' takes its inputs by position or by name, "
+                                "not both")
+            args = self._by_name(kwargs)
+        outputs = _C._run_neff(self._neff, args, self._device, not self._launched)
+        if not self._launched:
+            self._launched = True
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def extra_repr(self):
@@ -104,9 +82,6 @@ class NeffModule(torch.nn.Module):
 def load(neff, name=None, device=None):
     """Loads a NEFF (a path, or its bytes) for neuron device `device` (the
     current one by default) and returns it as a NeffModule."""
-    import torch_neuronx  # noqa: F401  (the device must be registered)
-    from torch_neuronx import _C
-
     if isinstance(neff, (str, os.PathLike)):
         path = os.fspath(neff)
         with open(path, "rb") as handle:
