@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -59,10 +60,6 @@ std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // [{core, fault}] of failed cores.
 nlohmann::json FaultsJson(const std::map<uint32_t, std::string>& faults) {
   nlohmann::json list = nlohmann::json::array();
@@ -89,6 +86,13 @@ std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices) {
                         : absl::StrJoin(device.connected_devices, ",")});
   }
   std::string table = RenderTable(rows);
+  std::set<std::string> sources;
+  for (const neuronrt::DeviceInfo& device : devices) {
+    if (!device.topology_source.empty()) sources.insert(device.topology_source);
+  }
+  if (!sources.empty()) {
+    absl::StrAppendFormat(&table, "topology from: %s\n", absl::StrJoin(sources, ", "));
+  }
   for (const neuronrt::DeviceInfo& device : devices) {
     for (const auto& [core, fault] : device.core_faults) {
       absl::StrAppendFormat(&table, "core %d of device %d failed: %s\n", core, device.index,
@@ -115,6 +119,7 @@ nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices) {
         {"hbm_used_bytes", device.hbm_used_bytes},
         {"connected_devices", device.connected_devices},
         {"bus_id", device.bus_id},
+        {"topology_source", device.topology_source},
     });
   }
   return {{"devices", std::move(list)}};
@@ -308,13 +313,15 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
 }
 
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target) {
+  const std::string degraded =
+      health.failed_cores.empty()
+          ? ""
+          : absl::StrFormat(", %d core(s) failed", health.failed_cores.size());
   std::string text = absl::StrFormat(
       "neuron-rtd %s at %s: %s%s\n  pid %d, up %.1f s, %s backend, %d device(s), %d core(s)\n",
-      health.daemon_version, target, health.state,
-      health.failed_cores.empty() ? ""
-                                  : absl::StrFormat(", %d core(s) failed", health.failed_cores.size()),
-      health.daemon_pid, static_cast<double>(health.uptime_ms) / 1000.0, health.backend,
-      health.device_count, health.core_count);
+      health.daemon_version, target, health.state, degraded, health.daemon_pid,
+      static_cast<double>(health.uptime_ms) / 1000.0, health.backend, health.device_count,
+      health.core_count);
   for (const auto& [core, fault] : health.failed_cores) {
     absl::StrAppendFormat(&text, "  core %d failed: %s\n", core, fault);
   }

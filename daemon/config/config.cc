@@ -132,6 +132,15 @@ absl::Status ApplyNrtVisibleCores(const Value& value, DaemonConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status ApplyNrtSysfsRoot(const Value& value, DaemonConfig& config) {
+  const auto& root = std::get<std::string>(value);
+  if (root.empty() || root.front() != '/') {
+    return absl::InvalidArgumentError("must be an absolute path");
+  }
+  config.device.nrt_sysfs_root = root;
+  return absl::OkStatus();
+}
+
 absl::Status ApplyLogicalNcConfig(const Value& value, DaemonConfig& config) {
   const int64_t lnc = std::get<int64_t>(value);
   if (lnc != 1 && lnc != 2) return absl::InvalidArgumentError("must be 1 or 2");
@@ -199,6 +208,7 @@ constexpr std::array kKeys = {
     KeySpec{"device", "logical_nc_config", ValueKind::kInteger, ApplyLogicalNcConfig},
     KeySpec{"device", "nrt_library", ValueKind::kString, ApplyNrtLibrary},
     KeySpec{"device", "nrt_visible_cores", ValueKind::kString, ApplyNrtVisibleCores},
+    KeySpec{"device", "nrt_sysfs_root", ValueKind::kString, ApplyNrtSysfsRoot},
     KeySpec{"sim", "preset", ValueKind::kString, ApplySimPreset},
     KeySpec{"sim", "max_launch_host_bytes", ValueKind::kInteger,
             kSimKey<&SimConfig::max_launch_host_bytes, 1 << 20, kTiB>},

@@ -52,6 +52,9 @@ struct DeviceConfig {
   // (NEURON_RT_VISIBLE_CORES syntax; empty: the environment's, else all).
   std::string nrt_library;
   std::string nrt_visible_cores;
+  // nrt: where the Neuron driver's sysfs device directories are (a
+  // container may mount the host's elsewhere).
+  std::string nrt_sysfs_root = "/sys/devices/virtual/neuron_device";
 };
 
 struct SimConfig {

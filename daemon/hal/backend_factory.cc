@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& opt
                         .parallel_min_ns = int64_t{options.sim_parallel_launch_min_us} * 1000},
         .graph_compiler = options.graph_compiler};
     if (!options.nrt_library.empty()) nrt_options.library_candidates = {options.nrt_library};
+    if (!options.nrt_sysfs_root.empty()) nrt_options.sysfs_root = options.nrt_sysfs_root;
     absl::StatusOr<std::unique_ptr<nrt::NrtBackend>> backend =
         nrt::CreateNrtBackend(nrt_options, sys_calls);
     if (!backend.ok()) return backend.status();

@@ -31,6 +31,8 @@ struct BackendOptions {
   // environment's NEURON_RT_VISIBLE_CORES, else all).
   std::string nrt_library;
   std::string nrt_visible_cores;
+  // nrt: the Neuron driver's sysfs device directories.
+  std::string nrt_sysfs_root;
   // Compiles hot graphs for a backend that runs them on the host (tier 1);
   // null: graphs stay interpreted. Outlives the backend.
   compiler::GraphCompiler* graph_compiler = nullptr;

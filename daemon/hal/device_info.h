@@ -37,6 +37,9 @@ struct DeviceInfo {
   // Priority levels of a core's command queues: stream priorities run from
   // 0 (the default, lowest) to -(levels - 1) (highest), as CUDA's.
   uint32_t stream_priority_levels = 1;
+  // Where this description came from (DeviceInfo.topology_source in
+  // proto/neuron/rtd/v1/common.proto).
+  std::string topology_source;
 
   uint32_t logical_cores() const { return physical_cores / logical_nc_config; }
 };

@@ -218,6 +218,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
                                                  config.sim.parallel_launch_min_us,
                                              .nrt_library = config.device.nrt_library,
                                              .nrt_visible_cores = config.device.nrt_visible_cores,
+                                             .nrt_sysfs_root = config.device.nrt_sysfs_root,
                                              .graph_compiler = graph_compiler.get()},
                          sys_calls);
   if (!backend.ok()) return backend.status();

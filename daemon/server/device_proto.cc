@@ -44,6 +44,7 @@ void DeviceToProto(const hal::Device& device, uint64_t hbm_used, v1::DeviceInfo*
   for (uint32_t neighbour : info.connected_devices) out->add_connected_devices(neighbour);
   out->set_bus_id(info.bus_id);
   out->set_stream_priority_levels(info.stream_priority_levels);
+  out->set_topology_source(info.topology_source);
 }
 
 }  // namespace

@@ -28,6 +28,9 @@ struct DeviceInfo {
   uint32_t stream_priority_levels = 1;
   // Cores that stopped (an unrecoverable fault), by host-wide index: why.
   std::map<uint32_t, std::string> core_faults;
+  // Where the daemon learned this description: "sim", "sysfs" (the Neuron
+  // driver's) or "libnrt" (core counts only).
+  std::string topology_source;
 };
 
 // The peer the daemon saw on the caller's connection.

@@ -60,6 +60,7 @@ DeviceInfo FromProto(const v1::DeviceInfo& device) {
   info.connected_devices.assign(device.connected_devices().begin(),
                                 device.connected_devices().end());
   info.bus_id = device.bus_id();
+  info.topology_source = device.topology_source();
   info.stream_priority_levels = std::max<uint32_t>(1, device.stream_priority_levels());
   for (const v1::CoreInfo& core : device.cores()) {
     if (!core.fault().empty()) info.core_faults[core.index()] = core.fault();

@@ -1,8 +1,10 @@
 #include "daemon/hal/nrt/nrt_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -171,10 +173,29 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
       }
     }
   }
+  uint32_t physical_per_chip = kTrn2PhysicalCoresPerChip;
+  std::string topology_source = "libnrt";
+  absl::StatusOr<std::map<uint32_t, SysfsDevice>> sysfs = ReadSysfsTopology(options.sysfs_root);
+  if (sysfs.ok()) {
+    const SysfsDevice& first = sysfs->begin()->second;
+    if (first.device_name == "Trainium2" || first.device_name == "Trainium3") {
+      architecture =
+          first.device_name == "Trainium3" ? Architecture::kTrainium3 : Architecture::kTrainium2;
+      instance_type = first.device_name == "Trainium3" ? "trn3" : "trn2";
+    } else if (!first.device_name.empty()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "this host's Neuron devices are %s (%s/neuron%d/info/architecture/device_name); "
+          "neuron-rtd drives Trainium2 and Trainium3",
+          first.device_name, options.sysfs_root, first.index));
+    }
+    if (!first.instance_type.empty()) instance_type = absl::AsciiStrToLower(first.instance_type);
+    physical_per_chip = first.physical_cores;
+    topology_source = "sysfs";
+  }
   uint32_t lnc = options.logical_nc_config;
   if (lnc == 0 && !absl::SimpleAtoi(Env("NEURON_LOGICAL_NC_CONFIG"), &lnc)) lnc = 2;
   if (lnc != 1 && lnc != 2) lnc = 2;
-  const uint32_t logical_per_chip = kTrn2PhysicalCoresPerChip / lnc;
+  const uint32_t logical_per_chip = std::max<uint32_t>(1, physical_per_chip / lnc);
   // Absolute core numbers of the process-relative ones, by chip.
   std::vector<uint32_t> absolute = ParseCores(visible_env);
   if (absolute.size() != visible) {
@@ -184,6 +205,11 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
   std::map<uint32_t, std::vector<int32_t>> vncs_by_chip;
   for (uint32_t relative = 0; relative < visible; ++relative) {
     vncs_by_chip[absolute[relative] / logical_per_chip].push_back(static_cast<int32_t>(relative));
+  }
+  // Our device index of each chip this daemon owns cores of.
+  std::map<uint32_t, uint32_t> index_of_chip;
+  for (const auto& [chip, vncs] : vncs_by_chip) {
+    index_of_chip.emplace(chip, static_cast<uint32_t>(index_of_chip.size()));
   }
   std::vector<std::unique_ptr<NrtDevice>> devices;
   uint32_t first_core = 0;
@@ -212,6 +238,16 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
     info.first_core_index = first_core;
     info.hbm_total_bytes = hbm_bytes;
     info.bus_id = absl::StrFormat("neuron%d", chip);
+    info.topology_source = topology_source;
+    if (sysfs.ok()) {
+      if (auto it = sysfs->find(chip); it != sysfs->end()) {
+        for (uint32_t peer : it->second.connected_devices) {
+          if (auto owned = index_of_chip.find(peer); owned != index_of_chip.end()) {
+            info.connected_devices.push_back(owned->second);
+          }
+        }
+      }
+    }
     // Stream priorities are the daemon's own order of a core's commands
     // (daemon/queue), the same on every backend.
     info.stream_priority_levels = 4;

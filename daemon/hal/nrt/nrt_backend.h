@@ -16,6 +16,7 @@
 #include "daemon/hal/device.h"
 #include "daemon/hal/nrt/nrt_device.h"
 #include "daemon/hal/nrt/nrt_runtime.h"
+#include "daemon/hal/nrt/sysfs_topology.h"
 #include "daemon/hal/sim/sim_executable.h"
 
 namespace neuron::rtd::hal::nrt {
@@ -30,6 +31,10 @@ struct NrtOptions {
   // Physical cores per logical core (NEURON_LOGICAL_NC_CONFIG); 0: the
   // environment's, else the platform's (2 on trn2).
   uint32_t logical_nc_config = 0;
+  // The Neuron driver's device directories (sysfs_topology.h): the chips'
+  // names, physical cores and links. Where unreadable, the cores are taken
+  // as trn2's (8 physical per chip) and the links are not known.
+  std::string sysfs_root = kNeuronSysfsRoot;
   // How the host execution path runs the sim's kernels.
   sim::LaunchSettings host_launch;
   // Compiles hot graphs of the host execution path; may be null.

@@ -115,6 +115,7 @@ absl::StatusOr<std::vector<DeviceInfo>> BuildTopology(const SimPreset& preset,
     info.hbm_total_bytes = preset.hbm_bytes_per_chip;
     info.connected_devices = TorusNeighbours(preset, chip);
     info.bus_id = absl::StrCat("sim:", chip);
+    info.topology_source = "sim";
     // The simulated core has one command queue per level, as many as
     // PyTorch keeps stream pools for on CUDA.
     info.stream_priority_levels = 4;

@@ -41,6 +41,7 @@ backend = "nrt"
 logical_nc_config = 1
 nrt_library = "/opt/aws/neuron/lib/libnrt.so.1"
 nrt_visible_cores = "4-7"
+nrt_sysfs_root = "/host/sys/devices/virtual/neuron_device"
 
 [sim]
 preset = "trn2.48xlarge"
@@ -57,6 +58,7 @@ parallel_launch_min_us = 0
   EXPECT_EQ(config->device.backend, "nrt");
   EXPECT_EQ(config->device.nrt_library, "/opt/aws/neuron/lib/libnrt.so.1");
   EXPECT_EQ(config->device.nrt_visible_cores, "4-7");
+  EXPECT_EQ(config->device.nrt_sysfs_root, "/host/sys/devices/virtual/neuron_device");
   EXPECT_EQ(config->sim.preset, "trn2.48xlarge");
   EXPECT_EQ(config->sim.parallel_launch_min_us, 0u);
 }
@@ -225,6 +227,7 @@ TEST(ConfigTest, BadValuesAreRefusedWithReason) {
       {"[device]\nlogical_nc_config = 3\n", "must be 1 or 2"},
       {"[device]\nbackend = \"gpu\"\n", "must be \"sim\" or \"nrt\""},
       {"[device]\nnrt_visible_cores = \"all\"\n", "as NEURON_RT_VISIBLE_CORES does"},
+      {"[device]\nnrt_sysfs_root = \"sys\"\n", "must be an absolute path"},
       {"[log]\nlevel = \"loud\"\n", "must be one of trace, debug, info"},
       {"[server]\nsocket = \"relative.sock\"\n", "must be an absolute path"},
       {"[server]\nsocket = \"/" + std::string(120, 'x') + "\"\n", "at most 107"},

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "daemon/exec/neff_container.h"
 #include "neuronrt/session.h"
 #include "nlohmann/json.hpp"
+#include "testing/fake_neuron_sysfs.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -46,11 +48,20 @@ class NrtBackendTest : public ::testing::Test {
             {"NEURON_RT_VISIBLE_CORES", std::nullopt}};
   }
 
-  void Start(const std::string& faults = "") {
+  // `sysfs`: the Neuron driver's device directories the daemon sees; none
+  // by default (the host's own, if any, must not leak into tests).
+  void Start(const std::string& faults = "",
+             const std::vector<testing::FakeNeuronDevice>& sysfs = {}) {
     socket_ = dir_.Join("rtd.sock");
-    auto daemon = testing::StartDaemon(
-        {"--socket", socket_, "--device-backend", "nrt", "--nrt-library", NEURON_FAKE_NRT_LIBRARY},
-        FakeEnvironment(faults));
+    const std::string sysfs_root = dir_.Join("sysfs");
+    std::filesystem::create_directories(sysfs_root);
+    testing::WriteFakeNeuronSysfs(sysfs_root, sysfs);
+    const std::string config = dir_.WriteFile(
+        "rtd.toml", absl::StrFormat("[device]\nnrt_sysfs_root = \"%s\"\n", sysfs_root));
+    auto daemon = testing::StartDaemon({"--config", config, "--socket", socket_,
+                                        "--device-backend", "nrt", "--nrt-library",
+                                        NEURON_FAKE_NRT_LIBRARY},
+                                       FakeEnvironment(faults));
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = *std::move(daemon);
     auto session = neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
@@ -200,6 +211,56 @@ TEST_F(NrtBackendTest, NeuronctlShowsAFailedCoreAndResetRestartsTheRuntime) {
   testing::CommandResult stats = neuronctl({"stats", "--json"});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_TRUE(nlohmann::json::parse(stats.out)["cores"][0].contains("host_executed_launches"));
+}
+
+TEST_F(NrtBackendTest, DevicesAreTheDriversChipsWithTheirLinksWhereSysfsIsReadable) {
+  // Four logical cores of two physical each: chips of four physical cores
+  // make two devices, linked to each other (and to a chip not this
+  // daemon's, left out).
+  Start(/*faults=*/"", {{.index = 0, .physical_cores = 4, .connected_devices = {1, 5}},
+                        {.index = 1, .physical_cores = 4, .connected_devices = {0},
+                         .core_count_readable = false}});
+  testing::CommandResult listed = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "ls", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const nlohmann::json devices = nlohmann::json::parse(listed.out)["devices"];
+  ASSERT_EQ(devices.size(), 2u) << listed.out;
+  EXPECT_EQ(devices[0]["topology_source"], "sysfs");
+  EXPECT_EQ(devices[0]["instance_type"], "trn2");
+  EXPECT_EQ(devices[0]["cores"], 2);
+  EXPECT_EQ(devices[0]["connected_devices"], nlohmann::json::array({1}));
+  EXPECT_EQ(devices[1]["connected_devices"], nlohmann::json::array({0}));
+  EXPECT_EQ(devices[1]["bus_id"], "neuron1");
+  testing::CommandResult table = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "ls"});
+  EXPECT_THAT(table.out, HasSubstr("topology from: sysfs"));
+}
+
+TEST_F(NrtBackendTest, WithoutSysfsTheRuntimesCountsDescribeTheDevices) {
+  Start();
+  testing::CommandResult listed = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "ls", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const nlohmann::json devices = nlohmann::json::parse(listed.out)["devices"];
+  ASSERT_EQ(devices.size(), 1u) << listed.out;
+  EXPECT_EQ(devices[0]["topology_source"], "libnrt");
+  EXPECT_EQ(devices[0]["cores"], 4);
+}
+
+TEST_F(NrtBackendTest, AChipThisDaemonDoesNotDriveIsRefusedNamingIt) {
+  testing::WriteFakeNeuronSysfs(dir_.Join("trn1"),
+                                {{.index = 0, .physical_cores = 2, .device_name = "Trainium1"}});
+  testing::CommandResult result = testing::RunCommand(
+      testing::DaemonArgv({"--config",
+                           dir_.WriteFile("trn1.toml",
+                                          absl::StrFormat("[device]\nnrt_sysfs_root = \"%s\"\n",
+                                                          dir_.Join("trn1"))),
+                           "--socket", dir_.Join("x.sock"), "--device-backend", "nrt",
+                           "--nrt-library", NEURON_FAKE_NRT_LIBRARY}),
+      FakeEnvironment());
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("Trainium1"));
+  EXPECT_THAT(result.err, HasSubstr("neuron-rtd drives Trainium2 and Trainium3"));
 }
 
 TEST_F(NrtBackendTest, ALoadTheRuntimeRefusesIsACleanError) {

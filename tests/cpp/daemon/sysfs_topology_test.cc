@@ -1,0 +1,71 @@
+// The nrt backend's reading of the Neuron driver's sysfs, on fake trees in
+// the driver's formats.
+#include "daemon/hal/nrt/sysfs_topology.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "testing/fake_neuron_sysfs.h"
+#include "testing/temp_dir.h"
+
+namespace neuron::rtd::hal::nrt {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(SysfsTopologyTest, ReadsEachDevicesNameCoresAndLinks) {
+  neuron::testing::TempDir dir;
+  neuron::testing::WriteFakeNeuronSysfs(
+      dir.path(), {{.index = 0, .connected_devices = {1, 3}},
+                   {.index = 1, .connected_devices = {0}},
+                   {.index = 3, .physical_cores = 8, .connected_devices = {}}});
+  absl::StatusOr<std::map<uint32_t, SysfsDevice>> devices = ReadSysfsTopology(dir.path());
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 3u);
+  const SysfsDevice& first = devices->at(0);
+  EXPECT_EQ(first.physical_cores, 8u);
+  EXPECT_EQ(first.device_name, "Trainium2");
+  EXPECT_EQ(first.instance_type, "Trn2");
+  EXPECT_THAT(first.connected_devices, ElementsAre(1, 3));
+  EXPECT_THAT(devices->at(3).connected_devices, IsEmpty());
+}
+
+TEST(SysfsTopologyTest, CountsCoreDirectoriesWhereCoreCountIsRootOnly) {
+  neuron::testing::TempDir dir;
+  neuron::testing::WriteFakeNeuronSysfs(
+      dir.path(), {{.index = 0, .physical_cores = 4, .core_count_readable = false}});
+  absl::StatusOr<std::map<uint32_t, SysfsDevice>> devices = ReadSysfsTopology(dir.path());
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(devices->at(0).physical_cores, 4u);
+}
+
+TEST(SysfsTopologyTest, IgnoresWhatIsNotADeviceAndDevicesWithoutCores) {
+  neuron::testing::TempDir dir;
+  neuron::testing::WriteFakeNeuronSysfs(dir.path(), {{.index = 2, .physical_cores = 2}});
+  std::filesystem::create_directories(dir.Join("neuron_x"));
+  std::filesystem::create_directories(dir.Join("neuron07"));
+  std::filesystem::create_directories(dir.Join("neuron5"));  // no cores
+  dir.WriteFile("neuron9", "not a directory");
+  absl::StatusOr<std::map<uint32_t, SysfsDevice>> devices = ReadSysfsTopology(dir.path());
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ(devices->begin()->first, 2u);
+}
+
+TEST(SysfsTopologyTest, NoDriverIsNotFoundNamingThePath) {
+  neuron::testing::TempDir dir;
+  absl::StatusOr<std::map<uint32_t, SysfsDevice>> empty = ReadSysfsTopology(dir.path());
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(empty.status().message(), HasSubstr(dir.path()));
+  absl::StatusOr<std::map<uint32_t, SysfsDevice>> missing =
+      ReadSysfsTopology(dir.Join("no/such/dir"));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("no/such/dir"));
+}
+
+}  // namespace
+}  // namespace neuron::rtd::hal::nrt
