@@ -262,6 +262,7 @@ __attribute__((visibility("default"))) NRT_STATUS nrt_free_model_tensor_info(
 }
 
 __attribute__((visibility("default"))) NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t** set) {
+  FAKE_NRT_ENTER("nrt_allocate_tensor_set");
   if (set == nullptr) return NRT_INVALID;
   *set = new TensorSet();
   return NRT_SUCCESS;

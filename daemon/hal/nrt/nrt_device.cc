@@ -15,6 +15,8 @@ namespace {
 // Copies between cores, and fills without nrt_tensor_memset, go through
 // host buffers of at most this size.
 constexpr uint64_t kBounceBytes = 4ull << 20;
+// Launch signatures whose tensor sets a core keeps.
+constexpr size_t kLaunchSignaturesPerCore = 256;
 
 }  // namespace
 
@@ -29,9 +31,19 @@ NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntim
       host_launch_(host_launch),
       models_(std::move(models)),
       core_locks_(new absl::Mutex[vncs_.size()]),
-      host_launches_(new std::atomic<uint64_t>[vncs_.size()]()) {}
+      host_launches_(new std::atomic<uint64_t>[vncs_.size()]()) {
+  for (size_t core = 0; core < vncs_.size(); ++core) {
+    tensor_sets_.push_back(
+        std::make_unique<LaunchTensorSets>(runtime_, kLaunchSignaturesPerCore));
+  }
+}
 
 NrtDevice::~NrtDevice() {
+  // Slices before the segments they slice.
+  for (size_t core = 0; core < vncs_.size(); ++core) {
+    absl::MutexLock lock(&core_locks_[core]);
+    tensor_sets_[core]->Clear();
+  }
   absl::MutexLock lock(&segments_mutex_);
   for (auto& [address, segment] : segments_) {
     runtime_->api().tensor_free(&segment.tensor);
@@ -39,9 +51,9 @@ NrtDevice::~NrtDevice() {
   }
 }
 
-absl::Mutex& NrtDevice::CoreLock(int32_t vnc) const {
+size_t NrtDevice::CoreOf(int32_t vnc) const {
   const auto it = std::find(vncs_.begin(), vncs_.end(), vnc);
-  return core_locks_[it == vncs_.end() ? 0 : it - vncs_.begin()];
+  return it == vncs_.end() ? 0 : static_cast<size_t>(it - vncs_.begin());
 }
 
 absl::StatusOr<NrtDevice::Located> NrtDevice::Locate(uint64_t address, uint64_t bytes) const {
@@ -115,7 +127,9 @@ absl::Status NrtDevice::Release(DeviceRange range) {
     segments_.erase(it);
   }
   {
-    absl::MutexLock lock(&CoreLock(segment.vnc));
+    const size_t core = CoreOf(segment.vnc);
+    absl::MutexLock lock(&core_locks_[core]);
+    tensor_sets_[core]->ForgetSegment(segment.tensor);
     runtime_->api().tensor_free(&segment.tensor);
   }
   runtime_->RemoveSegmentTensor();
@@ -337,6 +351,7 @@ absl::Status NrtDevice::Reset() {
   if (!HasFailedCore()) {
     for (size_t core = 0; core < vncs_.size(); ++core) {
       absl::MutexLock lock(&core_locks_[core]);
+      tensor_sets_[core]->Clear();
       models_->ForgetCore(vncs_[core]);
     }
     return absl::OkStatus();
@@ -391,6 +406,17 @@ absl::StatusOr<NrtDevice::Bound> NrtDevice::Bind(const NeffTensor& tensor, uint6
   return bound;
 }
 
+absl::Status NrtDevice::Execute(const LoadedNeff& neff, uint32_t core, nrt_model_t* model,
+                                const LaunchTensorSets::Sets& sets) {
+  const NRT_STATUS executed = runtime_->api().execute(model, sets.inputs, sets.outputs);
+  neff.CountLaunch();
+  absl::Status status = runtime_->library().ToStatus(
+      executed,
+      absl::StrFormat("NEFF '%s' on device %d core %d", neff.plan().name, info_.index, core));
+  if (IsCoreFatal(executed)) runtime_->SetFault(vncs_[core], std::string(status.message()));
+  return status;
+}
+
 absl::Status NrtDevice::RunNeff(const LoadedNeff& neff, uint32_t core,
                                 std::span<const uint64_t> bindings) {
   const int32_t vnc = vncs_[core];
@@ -399,13 +425,16 @@ absl::Status NrtDevice::RunNeff(const LoadedNeff& neff, uint32_t core,
   absl::MutexLock lock(&core_locks_[core]);
   absl::StatusOr<nrt_model_t*> model = models_->Get(neff.key(), neff.plan().bytes, vnc);
   if (!model.ok()) return model.status();
-  nrt_tensor_set_t* inputs = nullptr;
-  nrt_tensor_set_t* outputs = nullptr;
+  LaunchTensorSets& kept = *tensor_sets_[core];
+  if (const LaunchTensorSets::Sets* sets = kept.Find(neff.key(), bindings)) {
+    return Execute(neff, core, *model, *sets);
+  }
+  LaunchTensorSets::Sets sets;
   std::vector<Bound> bound;
-  absl::Status status = runtime_->library().ToStatus(api.allocate_tensor_set(&inputs),
+  absl::Status status = runtime_->library().ToStatus(api.allocate_tensor_set(&sets.inputs),
                                                       "nrt_allocate_tensor_set");
   if (status.ok()) {
-    status = runtime_->library().ToStatus(api.allocate_tensor_set(&outputs),
+    status = runtime_->library().ToStatus(api.allocate_tensor_set(&sets.outputs),
                                           "nrt_allocate_tensor_set");
   }
   for (size_t i = 0; i < tensors.size() && status.ok(); ++i) {
@@ -416,20 +445,16 @@ absl::Status NrtDevice::RunNeff(const LoadedNeff& neff, uint32_t core,
     }
     bound.push_back(*each);
     status = runtime_->library().ToStatus(
-        api.add_tensor_to_tensor_set(tensors[i].input ? inputs : outputs,
+        api.add_tensor_to_tensor_set(tensors[i].input ? sets.inputs : sets.outputs,
                                      tensors[i].name.c_str(), each->tensor),
         "nrt_add_tensor_to_tensor_set");
   }
-  if (status.ok()) {
-    const NRT_STATUS executed = api.execute(*model, inputs, outputs);
-    neff.CountLaunch();
-    status = runtime_->library().ToStatus(
-        executed, absl::StrFormat("NEFF '%s' on device %d core %d", neff.plan().name,
-                                  info_.index, core));
-    if (IsCoreFatal(executed)) runtime_->SetFault(vnc, std::string(status.message()));
-  }
+  if (status.ok()) status = Execute(neff, core, *model, sets);
+  bool staged = false;
   for (size_t i = 0; i < bound.size(); ++i) {
-    if (status.ok() && bound[i].staged && !tensors[i].input) {
+    if (!bound[i].staged) continue;
+    staged = true;
+    if (status.ok() && !tensors[i].input) {
       std::vector<char> bounce(tensors[i].size_bytes);
       status = runtime_->library().ToStatus(
           api.tensor_read(bound[i].tensor, bounce.data(), 0, bounce.size()), "nrt_tensor_read");
@@ -440,10 +465,20 @@ absl::Status NrtDevice::RunNeff(const LoadedNeff& neff, uint32_t core,
             "nrt_tensor_write");
       }
     }
-    api.tensor_free(&bound[i].tensor);
   }
-  if (inputs != nullptr) api.destroy_tensor_set(&inputs);
-  if (outputs != nullptr) api.destroy_tensor_set(&outputs);
+  if (status.ok() && !staged) {
+    std::vector<nrt_tensor_t*> slices;
+    std::vector<const nrt_tensor_t*> segments;
+    for (const Bound& each : bound) {
+      slices.push_back(each.tensor);
+      segments.push_back(each.source.tensor);
+    }
+    kept.Insert(neff.key(), bindings, sets, std::move(slices), std::move(segments));
+    return status;
+  }
+  for (Bound& each : bound) api.tensor_free(&each.tensor);
+  if (sets.inputs != nullptr) api.destroy_tensor_set(&sets.inputs);
+  if (sets.outputs != nullptr) api.destroy_tensor_set(&sets.outputs);
   return status;
 }
 

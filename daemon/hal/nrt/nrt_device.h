@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/hal/device.h"
+#include "daemon/hal/nrt/launch_tensor_sets.h"
 #include "daemon/hal/nrt/neff_models.h"
 #include "daemon/hal/nrt/nrt_runtime.h"
 #include "daemon/hal/sim/hbm_arena.h"
@@ -101,7 +102,8 @@ class NrtDevice final : public Device {
   };
 
   absl::StatusOr<Located> Locate(uint64_t address, uint64_t bytes) const;
-  absl::Mutex& CoreLock(int32_t vnc) const;
+  size_t CoreOf(int32_t vnc) const;
+  absl::Mutex& CoreLock(int32_t vnc) const { return core_locks_[CoreOf(vnc)]; }
   // Host copies of device memory for the host execution path.
   absl::Status ReadToMirror(uint64_t address, uint64_t bytes);
   absl::Status WriteFromMirror(uint64_t address, uint64_t bytes);
@@ -118,6 +120,10 @@ class NrtDevice final : public Device {
     Located source;
   };
   absl::StatusOr<Bound> Bind(const NeffTensor& tensor, uint64_t address, int32_t vnc);
+  // nrt_execute on core `core` (under its lock), marking the core failed
+  // on a fatal status.
+  absl::Status Execute(const LoadedNeff& neff, uint32_t core, nrt_model_t* model,
+                       const LaunchTensorSets::Sets& sets);
 
   const DeviceInfo info_;
   const DeviceRange hbm_;
@@ -128,6 +134,8 @@ class NrtDevice final : public Device {
   const std::shared_ptr<ModelCache> models_;
   // One lock per logical core of the device, by position in vncs_.
   const std::unique_ptr<absl::Mutex[]> core_locks_;
+  // By core; each used under its core's lock.
+  std::vector<std::unique_ptr<LaunchTensorSets>> tensor_sets_;
   mutable absl::Mutex segments_mutex_;
   std::map<uint64_t, Segment> segments_ ABSL_GUARDED_BY(segments_mutex_);
   // Taken before segments_mutex_ and the core locks.

@@ -130,6 +130,46 @@ TEST_F(NrtBackendTest, TensorsOfAnotherCoreAreStagedThroughTheLaunchingCore) {
   EXPECT_EQ(out, (std::vector<float>{3, 6, 9, 12}));
 }
 
+TEST_F(NrtBackendTest, LaunchesOfOneSignatureReuseTheirTensorSets) {
+  // The third tensor set the runtime is asked for fails: a first launch
+  // takes two, and launches on the same tensors take none after it.
+  Start(/*faults=*/"nrt_allocate_tensor_set:1:3");
+  auto neff = *session_->LoadNeff(TestNeff("scale", 2, 2, 2, /*factor=*/2));
+  std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(0);
+  const std::vector<uint64_t> at = Buffers(0, 2);
+  std::vector<float> value = {1, 2, 3, 4};
+  ASSERT_TRUE(stream->CopyToDevice(at[0], value.data(), 16).ok());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(stream->Launch(neff.executable_id, at, {}, "scale").ok());
+    ASSERT_TRUE(stream->Synchronize().ok()) << "launch " << i;
+  }
+  std::vector<float> out(4);
+  ASSERT_TRUE(stream->CopyToHost(out.data(), at[1], 16).ok());
+  EXPECT_EQ(out, (std::vector<float>{2, 4, 6, 8}));
+  // Other tensors are another signature.
+  const std::vector<uint64_t> elsewhere = Buffers(0, 2);
+  ASSERT_TRUE(stream->Launch(neff.executable_id, elsewhere, {}, "scale").ok());
+  absl::Status failed = stream->Synchronize();
+  EXPECT_THAT(std::string(failed.message()), HasSubstr("nrt_allocate_tensor_set"));
+}
+
+TEST_F(NrtBackendTest, MemoryFreedAndAllocatedAgainIsNotReachedThroughAnOldTensorSet) {
+  Start();
+  auto neff = *session_->LoadNeff(TestNeff("copy", 2, 2));
+  std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(0);
+  std::vector<float> out(4);
+  for (float round : {1.0f, 2.0f, 3.0f}) {
+    neuronrt::DeviceBuffer buffer = *session_->Allocate(0, 1 << 16);
+    const std::vector<uint64_t> at = {buffer.device_address, buffer.device_address + 1024};
+    const std::vector<float> value(4, round);
+    ASSERT_TRUE(stream->CopyToDevice(at[0], value.data(), 16).ok());
+    ASSERT_TRUE(stream->Launch(neff.executable_id, at, {}, "copy").ok());
+    ASSERT_TRUE(stream->CopyToHost(out.data(), at[1], 16).ok());
+    EXPECT_EQ(out, value) << "round " << round;
+    ASSERT_TRUE(session_->Free(buffer).ok());
+  }
+}
+
 TEST_F(NrtBackendTest, AMalformedNeffIsRefusedBeforeTheRuntimeSeesIt) {
   Start();
   std::string neff = TestNeff("copy", 2, 2);
