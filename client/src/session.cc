@@ -555,7 +555,8 @@ static_assert(static_cast<int>(Engine::kTensor) == v1::ENGINE_TENSOR &&
                   static_cast<int>(Engine::kGpSimd) == v1::ENGINE_GPSIMD &&
                   static_cast<int>(Engine::kDma) == v1::ENGINE_DMA &&
                   static_cast<int>(Engine::kCollective) == v1::ENGINE_COLLECTIVE &&
-                  static_cast<int>(Engine::kSync) == v1::ENGINE_SYNC,
+                  static_cast<int>(Engine::kSync) == v1::ENGINE_SYNC &&
+                  static_cast<int>(Engine::kHost) == v1::ENGINE_HOST,
               "neuronrt::Engine must carry neuron.rtd.v1.Engine's values");
 
 // Moves everything the daemon holds for the session into its collector.

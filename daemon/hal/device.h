@@ -80,8 +80,10 @@ class Device {
                                 std::span<const uint64_t> bindings,
                                 std::span<const uint8_t> immediates) = 0;
   // The engine that does the work of a command (NEURON_RTD_OP_*) issued for
-  // operator `op_name`, for profiles. Any thread.
-  virtual Engine EngineOf(uint16_t opcode, std::string_view op_name) const = 0;
+  // operator `op_name`, for profiles; `launched`: the executable a LAUNCH
+  // ran (null for other commands and built-ins). Any thread.
+  virtual Engine EngineOf(uint16_t opcode, std::string_view op_name,
+                          const Executable* launched) const = 0;
 
   // Why logical core `core` of the device stopped (an unrecoverable fault of
   // the runtime or the hardware), or empty while it works. A failed core

@@ -16,6 +16,7 @@ enum class Engine : uint8_t {
   kDma = 5,
   kCollective = 6,
   kSync = 7,
+  kHost = 8,  // the host CPU: a launch the core could not run (nrt: no NEFF)
 };
 
 }  // namespace neuron::rtd::hal

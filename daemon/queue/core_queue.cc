@@ -355,7 +355,10 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
     }
     case NEURON_RTD_OP_LAUNCH: {
       stream->Consume(header.length, header.sequence);
-      Finish(*stream, context, record, Launch(context, std::get<LaunchCommand>(record.command)));
+      const hal::Executable* launched = nullptr;
+      const absl::Status status =
+          Launch(context, std::get<LaunchCommand>(record.command), &launched);
+      Finish(*stream, context, record, status, launched);
       return Outcome::kDone;
     }
     case NEURON_RTD_OP_COPY: {
@@ -416,7 +419,8 @@ CoreQueue::Stats CoreQueue::stats() const {
   return stats;
 }
 
-absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& launch) {
+absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& launch,
+                               const hal::Executable** launched) {
   // Every device buffer the kernel touches, held until it has finished.
   std::vector<memory::SegmentRef> held;
   auto check = [&](uint64_t address, uint64_t length) -> absl::Status {
@@ -457,12 +461,14 @@ absl::Status CoreQueue::Launch(ExecutionContext& context, const LaunchCommand& l
       return status;
     }
   }
+  *launched = executable->prepared.get();
   return device_.Dispatch(*executable->prepared, core_ - device_.info().first_core_index,
                           launch.arguments, launch.scalars);
 }
 
 void CoreQueue::ReportProfiled(Stream& stream, ExecutionContext& context,
-                               const DecodedRecord& record, bool failed) {
+                               const DecodedRecord& record, bool failed,
+                               const hal::Executable* launched) {
   const int64_t now = Now();
   const int64_t started = stream.profile_started_ns != 0 ? stream.profile_started_ns : now;
   stream.profile_started_ns = 0;
@@ -483,7 +489,7 @@ void CoreQueue::ReportProfiled(Stream& stream, ExecutionContext& context,
       .sequence = record.header.sequence,
       .core = core_,
       .opcode = record.header.opcode,
-      .engine = device_.EngineOf(record.header.opcode, record.op_name),
+      .engine = device_.EngineOf(record.header.opcode, record.op_name, launched),
       .failed = failed,
       .start_ns = started,
       .end_ns = now,
@@ -492,9 +498,9 @@ void CoreQueue::ReportProfiled(Stream& stream, ExecutionContext& context,
 }
 
 void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
-                       const absl::Status& status) {
+                       const absl::Status& status, const hal::Executable* launched) {
   if ((record.header.flags & NEURON_RTD_RECORD_FLAG_PROFILE) != 0) {
-    ReportProfiled(stream, context, record, !status.ok());
+    ReportProfiled(stream, context, record, !status.ok(), launched);
   }
   if (status.ok()) {
     completed_.fetch_add(1, std::memory_order_relaxed);

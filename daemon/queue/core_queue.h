@@ -196,15 +196,18 @@ class CoreQueue {
   absl::StatusOr<DmaJob> PrepareCopy(const std::shared_ptr<Stream>& stream,
                                      const std::shared_ptr<ExecutionContext>& context,
                                      DecodedRecord& record);
+  // `launched`: the executable a LAUNCH ran, if any.
   void Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
-              const absl::Status& status);
+              const absl::Status& status, const hal::Executable* launched = nullptr);
   // Hands a finished PROFILE record's timestamps to its session.
   void ReportProfiled(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
-                      bool failed);
+                      bool failed, const hal::Executable* launched);
   void FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence, int32_t nrt_status,
                   uint16_t opcode, const std::string& op_name, const std::string& message);
 
-  absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch);
+  // Sets `*launched` to the executable it dispatched, if any.
+  absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch,
+                      const hal::Executable** launched);
   // Posts a COLLECTIVE record's group to its communicator the first time the
   // stream reaches it; blocked (like a WAIT) until the group settles.
   Outcome ExecuteCollective(const std::shared_ptr<Stream>& stream, ExecutionContext& context,

@@ -31,6 +31,9 @@ enum class Engine : uint8_t {
   kDma = 5,
   kCollective = 6,
   kSync = 7,
+  // The host CPU: a launch the core could not run (on real Trainium, one
+  // with no NEFF, run on neuron-rtd's host execution path).
+  kHost = 8,
 };
 const char* EngineName(Engine engine);
 

@@ -29,6 +29,7 @@ const char* EngineName(Engine engine) {
     case Engine::kDma: return "DMA";
     case Engine::kCollective: return "Collective";
     case Engine::kSync: return "Sync";
+    case Engine::kHost: return "Host";
     default: return "Mixed";
   }
 }

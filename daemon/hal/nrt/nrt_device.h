@@ -74,7 +74,9 @@ class NrtDevice final : public Device {
   absl::Status Dispatch(const Executable& executable, uint32_t core,
                         std::span<const uint64_t> bindings,
                         std::span<const uint8_t> immediates) override;
-  Engine EngineOf(uint16_t opcode, std::string_view op_name) const override;
+  // A LAUNCH that is not a NEFF ran on the host execution path: kHost.
+  Engine EngineOf(uint16_t opcode, std::string_view op_name,
+                  const Executable* launched) const override;
 
   std::string CoreFault(uint32_t core) const override;
   uint64_t HostExecutedLaunches(uint32_t core) const override;

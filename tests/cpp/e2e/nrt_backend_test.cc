@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "daemon/exec/neff_container.h"
+#include "neuronrt/profiling.h"
 #include "neuronrt/session.h"
 #include "nlohmann/json.hpp"
 #include "testing/fake_neuron_sysfs.h"
@@ -168,6 +169,30 @@ TEST_F(NrtBackendTest, MemoryFreedAndAllocatedAgainIsNotReachedThroughAnOldTenso
     EXPECT_EQ(out, value) << "round " << round;
     ASSERT_TRUE(session_->Free(buffer).ok());
   }
+}
+
+TEST_F(NrtBackendTest, ProfilesShowWhatRanOnTheHostInsteadOfTheCore) {
+  Start();
+  auto neff = *session_->LoadNeff(TestNeff("add", 2, 2), "add");
+  std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(0);
+  const std::vector<uint64_t> at = Buffers(0, 3);
+  ASSERT_TRUE(session_->StartProfiling({}).ok());
+  ASSERT_TRUE(stream->Launch(neff.executable_id, at, {}, "add").ok());
+  const uint64_t count = 4;
+  ASSERT_TRUE(stream
+                  ->Launch(NEURON_RTD_EXEC_BUILTIN_ADD_F32, at,
+                           std::span(reinterpret_cast<const uint8_t*>(&count), 8), "aten::add")
+                  .ok());
+  ASSERT_TRUE(stream->Synchronize().ok());
+  ASSERT_TRUE(session_->StopProfiling().ok());
+  auto records = session_->DrainProfile();
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->commands.size(), 2u);
+  // A NEFF is a whole program of the core's engines; the add ran on the
+  // host execution path.
+  EXPECT_EQ(records->commands[0].engine, neuronrt::Engine::kUnspecified);
+  EXPECT_EQ(records->commands[1].engine, neuronrt::Engine::kHost);
+  EXPECT_STREQ(neuronrt::EngineName(records->commands[1].engine), "Host");
 }
 
 TEST_F(NrtBackendTest, AMalformedNeffIsRefusedBeforeTheRuntimeSeesIt) {
