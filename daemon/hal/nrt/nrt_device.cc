@@ -356,8 +356,8 @@ absl::Status NrtDevice::Reset() {
     }
     return absl::OkStatus();
   }
-  models_->UnloadAll();
-  absl::Status restarted = runtime_->Restart(absl::Seconds(30));
+  absl::Status restarted =
+      runtime_->Restart(absl::Seconds(30), [this] { models_->UnloadAll(); });
   if (!restarted.ok()) {
     for (int32_t vnc : vncs_) runtime_->SetFault(vnc, std::string(restarted.message()));
   }

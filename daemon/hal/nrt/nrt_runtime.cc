@@ -25,7 +25,8 @@ std::string NrtRuntime::Fault(int32_t vnc) const {
   return it == faults_.end() ? std::string() : it->second;
 }
 
-absl::Status NrtRuntime::Restart(absl::Duration timeout) {
+absl::Status NrtRuntime::Restart(absl::Duration timeout,
+                                 absl::FunctionRef<void()> unload_models) {
   absl::MutexLock lock(&mutex_);
   auto released = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     return segment_tensors_ == 0;
@@ -36,6 +37,7 @@ absl::Status NrtRuntime::Restart(absl::Duration timeout) {
         "restarted",
         segment_tensors_, absl::FormatDuration(timeout)));
   }
+  unload_models();
   library_->api().close();
   if (absl::Status started = library_->ToStatus(
           library_->api().init(NRT_FRAMEWORK_TYPE_NO_FW, framework_version_.c_str(), ""),

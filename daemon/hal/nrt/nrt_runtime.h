@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -45,10 +46,11 @@ class NrtRuntime {
 
   // nrt_close, then nrt_init with the same cores: libnrt recovers an
   // unrecoverable core only so. Waits up to `timeout` for every segment
-  // tensor to be freed; the caller has unloaded every model and lets nothing
-  // else call libnrt meanwhile (the sessions are gone and new ones wait).
-  // Clears every fault once the runtime is up again.
-  absl::Status Restart(absl::Duration timeout);
+  // tensor to be freed (no launch runs then: a launch holds its segments),
+  // calls `unload_models`, then restarts; the caller lets nothing else call
+  // libnrt meanwhile (the sessions are gone and new ones wait). Clears every
+  // fault once the runtime is up again.
+  absl::Status Restart(absl::Duration timeout, absl::FunctionRef<void()> unload_models);
 
  private:
   std::unique_ptr<NrtLibrary> library_;
