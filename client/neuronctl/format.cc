@@ -38,9 +38,16 @@ std::string FormatIndexRanges(const std::vector<uint32_t>& indices) {
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
 }
 
-namespace {
+std::string TableCell(const std::string& text, size_t max_length) {
+  if (text.empty()) return "-";
+  std::string cell = text.size() > max_length ? text.substr(0, max_length - 3) + "..." : text;
+  for (char& c : cell) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) c = '?';
+  }
+  return cell;
+}
 
-// Left-aligned columns, two spaces apart.
 std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows) {
@@ -59,6 +66,8 @@ std::string RenderTable(const std::vector<std::vector<std::string>>& rows) {
   }
   return out;
 }
+
+namespace {
 
 // [{core, fault}] of failed cores.
 nlohmann::json FaultsJson(const std::map<uint32_t, std::string>& faults) {
@@ -134,7 +143,7 @@ std::string SessionsTable(const std::vector<neuronrt::SessionInfo>& sessions) {
     rows.push_back({absl::StrFormat("%d", session.session_id),
                     absl::StrFormat("%d", session.owner.pid),
                     absl::StrFormat("%d", session.owner.uid),
-                    session.client_name.empty() ? "-" : session.client_name,
+                    TableCell(session.client_name),
                     FormatIndexRanges(session.cores), FormatBytes(session.hbm_used_bytes),
                     absl::StrFormat("%d", session.stream_count),
                     absl::StrFormat("%d", session.commands_completed),

@@ -18,6 +18,15 @@ std::string FormatBytes(uint64_t bytes);
 // Core indices as ranges: {0,1,2,3} -> "0-3", {0,2,3} -> "0,2-3".
 std::string FormatIndexRanges(const std::vector<uint32_t>& indices);
 
+// Text a client chose (a session's name), fit for a table cell on a
+// terminal: control characters (a newline, an escape sequence that would
+// drive the terminal) become '?', and past `max_length` bytes it is cut
+// with "...". "-" when empty.
+std::string TableCell(const std::string& text, size_t max_length = 48);
+
+// Left-aligned columns, two spaces apart; the first row is the header.
+std::string RenderTable(const std::vector<std::vector<std::string>>& rows);
+
 std::string DevicesTable(const std::vector<neuronrt::DeviceInfo>& devices);
 nlohmann::json DevicesJson(const std::vector<neuronrt::DeviceInfo>& devices);
 

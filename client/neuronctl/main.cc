@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "client/neuronctl/format.h"
+#include "client/neuronctl/top.h"
 #include "neuron/version.h"
 #include "neuronrt/client.h"
 
@@ -86,6 +87,18 @@ int main(int argc, char** argv) {
   share->add_option("WEIGHT", share_weight, "1 to 1000; a new session has [scheduler] default_weight")
       ->required()
       ->check(CLI::Range(1, 1000));
+
+  neuronctl::TopOptions top_options;
+  double top_interval_seconds = 1;
+  CLI::App* top = app.add_subcommand(
+      "top", "a live view of the cores and sessions, redrawn every -d seconds; q or Ctrl-C quits");
+  top->add_option("-d,--delay", top_interval_seconds, "seconds between frames (default 1)")
+      ->check(CLI::Range(0.05, 3600.0));
+  top->add_option("-n,--frames", top_options.frames, "frames to draw, then exit (default: until "
+                                                     "quit)")
+      ->check(CLI::NonNegativeNumber);
+  top->add_flag("-b,--batch", top_options.batch, "print frames one after another, for logs");
+  top->add_flag("--json", top_options.json, "print each frame as one line of JSON");
 
   bool stats_json = false;
   CLI::App* stats = app.add_subcommand(
@@ -179,6 +192,14 @@ int main(int argc, char** argv) {
     absl::Status killed = (*client)->KillSession(kill_session, kill_reason);
     if (!killed.ok()) return Report(killed, address);
     std::printf("session %llu ended\n", static_cast<unsigned long long>(kill_session));
+    return 0;
+  }
+
+  if (*top) {
+    top_options.interval = absl::Seconds(top_interval_seconds);
+    top_options.target = (*client)->address().target;
+    absl::Status shown = neuronctl::RunTop(**client, top_options);
+    if (!shown.ok()) return Report(shown, address);
     return 0;
   }
 

@@ -7,6 +7,7 @@ namespace neuronctl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(NeuronctlFormatTest, Bytes) {
   EXPECT_EQ(FormatBytes(0), "0 B");
@@ -84,6 +85,16 @@ TEST(NeuronctlFormatTest, SessionsTableAndJson) {
   EXPECT_EQ(json["sessions"][0]["commands_completed"], 99);
   EXPECT_EQ(json["sessions"][0]["hbm_used_bytes"], uint64_t{3} << 30);
   EXPECT_EQ(SessionsJson({})["sessions"].size(), 0u);
+}
+
+TEST(NeuronctlFormatTest, AClientsNameCannotDriveTheTerminalOrBreakTheTable) {
+  EXPECT_EQ(TableCell("train.py"), "train.py");
+  EXPECT_EQ(TableCell(""), "-");
+  EXPECT_EQ(TableCell("a\nb\x1b[2Jc\x7f"), "a?b?[2Jc?");
+  EXPECT_EQ(TableCell(std::string(60, 'x'), 10), "xxxxxxx...");
+  neuronrt::SessionInfo session;
+  session.client_name = "python -c \nimport torch\x1b]0;pwned\x07";
+  EXPECT_THAT(SessionsTable({session}), Not(HasSubstr("\x1b")));
 }
 
 }  // namespace

@@ -3,12 +3,15 @@
 // users refused all of these.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pty.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "e2e/data_plane_fixture.h"
 #include "neuronrt/session.h"
 #include "nlohmann/json.hpp"
@@ -110,6 +113,71 @@ TEST_F(DataPlaneTest, ResetDeviceEndsItsSessions) {
       testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "reset", "7"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("no device 7"));
+}
+
+TEST_F(DataPlaneTest, NeuronctlTopPrintsFramesWithEachSessionsRate) {
+  auto session = Open("trainer");
+  auto buffer = *session->Allocate(0, kMiB);
+  auto stream = *session->CreateStream(0);
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(stream->Fill(buffer.device_address, 64, i, 1).ok());
+  ASSERT_TRUE(stream->Synchronize().ok());
+  testing::CommandResult batch = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", address(), "top", "-b", "-n", "2", "-d", "0.05"});
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  EXPECT_EQ(batch.out.find("\x1b"), std::string::npos) << "no terminal control in batch mode";
+  const size_t first = batch.out.find("SESSION");
+  ASSERT_NE(first, std::string::npos) << batch.out;
+  EXPECT_NE(batch.out.find("SESSION", first + 1), std::string::npos) << "two frames";
+  EXPECT_THAT(batch.out, HasSubstr("trainer"));
+  EXPECT_THAT(batch.out, HasSubstr(std::to_string(::getpid())));
+
+  testing::CommandResult json = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", address(), "top", "--json", "-n", "2", "-d",
+       "0.05"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::vector<nlohmann::json> frames;
+  for (absl::string_view line : absl::StrSplit(json.out, '\n', absl::SkipEmpty())) {
+    frames.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_TRUE(frames[0]["sessions"][0]["commands_per_s"].is_null());
+  EXPECT_TRUE(frames[1]["sessions"][0]["commands_per_s"].is_number());
+  EXPECT_EQ(frames[1]["sessions"][0]["session_id"], session->id());
+  EXPECT_EQ(frames[1]["cores"].size(), 2u);
+}
+
+TEST_F(DataPlaneTest, NeuronctlTopOnATerminalQuitsOnQOrCtrlCAndRestoresTheTerminal) {
+  for (const char key : {'q', '\x03'}) {
+    int terminal = -1;
+    const pid_t child = ::forkpty(&terminal, nullptr, nullptr, nullptr);
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const std::string binary = testing::NeuronctlBinary();
+      const std::string at = address();
+      ::execl(binary.c_str(), binary.c_str(), "--address", at.c_str(), "top", "-d", "0.05",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Read until the first frame is drawn, then press the key.
+    std::string screen;
+    char chunk[4096];
+    while (screen.find("(q to quit)") == std::string::npos) {
+      const ssize_t n = ::read(terminal, chunk, sizeof(chunk));
+      ASSERT_GT(n, 0) << screen;
+      screen.append(chunk, static_cast<size_t>(n));
+    }
+    ASSERT_EQ(::write(terminal, &key, 1), 1);
+    for (ssize_t n; (n = ::read(terminal, chunk, sizeof(chunk))) > 0;) {
+      screen.append(chunk, static_cast<size_t>(n));
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ::close(terminal);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "key " << int{key};
+    EXPECT_THAT(screen, HasSubstr("\x1b[?1049h")) << "the alternate screen";
+    EXPECT_THAT(screen, HasSubstr("CORE"));
+    EXPECT_THAT(screen, HasSubstr("\x1b[?25h\x1b[?1049l")) << "the terminal restored";
+  }
 }
 
 TEST_F(DataPlaneTest, OtherUsersCannotKillDrainOrReset) {
