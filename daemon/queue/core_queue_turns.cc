@@ -11,6 +11,13 @@
 #include "daemon/queue/core_queue.h"
 
 namespace neuron::rtd::queue {
+namespace {
+
+// How much device time a turn runs before it is reported to its session
+// (`neuronctl ps` and `top` read the share over about 5 s).
+constexpr std::chrono::milliseconds kDeviceTimeReportEvery(50);
+
+}  // namespace
 
 void CoreQueue::ForgetDeparted(const std::vector<SessionStreams>& sessions) {
   std::erase_if(known_sessions_, [&](uint64_t id) {
@@ -170,17 +177,26 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
     }
   }
   const bool alone = sessions.size() == 1;  // with others, batches stop at the quantum
-  // Device time is reported to the session once a turn, without the time
-  // the host took the worker away.
-  const int64_t cpu_at_start = options_.thread_cpu_clock();
-  auto report = absl::MakeCleanup([&] {
-    const std::chrono::nanoseconds cpu_used(options_.thread_cpu_clock() - cpu_at_start);
-    if (turn_used > cpu_used) {
-      fair_.Refund(group.session_id, weight, turn_used - cpu_used);
-      turn_used = cpu_used;
+  // Device time is reported to the session at the end of the turn and every
+  // kDeviceTimeReportEvery within it (a session alone keeps the core for as
+  // long as it has work: its share must not read 0 meanwhile), without the
+  // time the host took the worker away.
+  int64_t cpu_reported_at = options_.thread_cpu_clock();
+  std::chrono::nanoseconds turn_reported(0);
+  auto report_device_time = [&] {
+    const int64_t cpu_now = options_.thread_cpu_clock();
+    const std::chrono::nanoseconds cpu_used(cpu_now - cpu_reported_at);
+    std::chrono::nanoseconds used = turn_used - turn_reported;
+    if (used > cpu_used) {
+      fair_.Refund(group.session_id, weight, used - cpu_used);
+      turn_used -= used - cpu_used;
+      used = cpu_used;
     }
-    context->AddDeviceTime(static_cast<uint64_t>(turn_used.count()));
-  });
+    context->AddDeviceTime(static_cast<uint64_t>(used.count()));
+    turn_reported = turn_used;
+    cpu_reported_at = cpu_now;
+  };
+  auto report = absl::MakeCleanup(report_device_time);
   while (true) {
     int64_t now = Now();
     size_t index = BestStream(group, now, passed);
@@ -216,6 +232,7 @@ void CoreQueue::RunTurn(const std::vector<SessionStreams>& sessions, size_t grou
     const std::chrono::nanoseconds took(std::max<int64_t>(0, finished - now));
     fair_.Charge(group.session_id, weight, took, served);
     turn_used += took;
+    if (turn_used - turn_reported >= kDeviceTimeReportEvery) report_device_time();
     stream->ready_since_ns = 0;
     *group.next_stream = index + 1;
     if (served == 0) passed[index] = true;

@@ -147,6 +147,25 @@ TEST_F(CoreQueueTest, TimeTheHostTookFromTheWorkerIsNotChargedToTheSession) {
   EXPECT_EQ(session->device_time_ns.load(), 5u * 1'000'000);
 }
 
+TEST_F(CoreQueueTest, ASessionAloneOnTheCoreHasItsDeviceTimeReportedWhileItsTurnLasts) {
+  UseFakeClock();
+  auto session = MakeSession(1);
+  std::shared_ptr<Stream> stream = MakeStream(session);
+  for (int i = 0; i < 240; ++i) Append(*stream, NEURON_RTD_OP_SIGNAL);  // a ring holds 256
+  log_.cost_ns[stream->id()] = 1'000'000;
+  log_.hold_at = 200;
+  ASSERT_TRUE(queue_->Attach(stream).ok());
+  // Inside the 200th command the session's turn goes on (it is alone and
+  // has work); what it ran is reported every 50 ms of device time all the
+  // same.
+  log_.held.WaitForNotification();
+  EXPECT_GE(session->device_time_ns.load(), 150u * 1'000'000);
+  log_.released.Notify();
+  AwaitCompletions(240);
+  queue_.reset();
+  EXPECT_EQ(session->device_time_ns.load(), 240u * 1'000'000);
+}
+
 TEST_F(CoreQueueTest, WeightsShareDeviceTimeInProportion) {
   UseFakeClock();
   constexpr int kCommands = 120;
