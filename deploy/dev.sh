@@ -151,7 +151,7 @@ nrt_python_tests() {
     "$ROOT/tests/python/test_memory.py" "$ROOT/tests/python/test_errors.py" \
     "$ROOT/tests/python/test_views.py" "$ROOT/tests/python/test_ops.py" \
     "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py" \
-    "$ROOT/tests/python/test_neff.py"
+    "$ROOT/tests/python/test_neff.py" "$ROOT/tests/python/test_profiling.py"
 }
 
 cmd_demo() {
