@@ -71,6 +71,28 @@ double SmallCommandRate(Fixture& fixture, double seconds) {
   return static_cast<double>(commands) / Seconds(Clock::now() - start);
 }
 
+// Opens `count` sessions, each on one core (round robin over `cores`) with a
+// buffer and a stream, prints "ready", and holds them until stdin closes:
+// a busy host for what a monitoring tool costs the daemon.
+int HoldSessions(const std::string& address, int count, int cores) {
+  std::vector<std::unique_ptr<neuronrt::Session>> sessions;
+  std::vector<std::shared_ptr<neuronrt::Stream>> streams;
+  for (int i = 0; i < count; ++i) {
+    const uint32_t core = static_cast<uint32_t>(i % cores);
+    sessions.push_back(Check(
+        neuronrt::Session::Open(
+            {.client = {.address = address}, .client_name = "bench", .cores = {core}}),
+        "open"));
+    Check(sessions.back()->Allocate(core, 4096).status(), "allocate");
+    streams.push_back(Check(sessions.back()->CreateStream(core), "stream"));
+  }
+  std::printf("ready\n");
+  std::fflush(stdout);
+  while (std::getchar() != EOF) {
+  }
+  return 0;
+}
+
 int Worker(const std::string& address, int duration_ms) {
   Fixture fixture = Open(address, 1 << 20);
   const double rate = SmallCommandRate(fixture, duration_ms / 1000.0);
@@ -113,11 +135,16 @@ double SharedCoreRate(const char* self, const std::string& address, int processe
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s unix:PATH [--worker MILLISECONDS]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s unix:PATH [--worker MILLISECONDS | --hold-sessions COUNT CORES]\n",
+                 argv[0]);
     return 2;
   }
   const std::string address = argv[1];
   if (argc == 4 && std::string(argv[2]) == "--worker") return Worker(address, std::atoi(argv[3]));
+  if (argc == 5 && std::string(argv[2]) == "--hold-sessions") {
+    return HoldSessions(address, std::atoi(argv[3]), std::atoi(argv[4]));
+  }
 
   nlohmann::json figures;
   constexpr uint64_t kLargest = 256ull << 20;

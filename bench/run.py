@@ -21,6 +21,7 @@ import core_sharing  # noqa: E402
 import daemon_startup  # noqa: E402
 import data_plane  # noqa: E402
 import first_op  # noqa: E402
+import neuronctl_top  # noqa: E402
 import nrt_backend  # noqa: E402
 import profiler  # noqa: E402
 import resnet_step  # noqa: E402
@@ -28,7 +29,8 @@ import titan_llama  # noqa: E402
 import train_step  # noqa: E402
 
 BENCHMARKS = [daemon_startup, first_op, data_plane, core_sharing, train_step, resnet_step,
-              titan_llama, compiled_step, allreduce, profiler, nrt_backend]
+              titan_llama, compiled_step, allreduce, profiler, nrt_backend,
+              neuronctl_top]
 
 
 def main() -> int:
