@@ -3,6 +3,7 @@ AOTAutograd, run by neuron-rtd as graph executables, against eager PyTorch
 on the CPU."""
 
 import copy
+import re
 import sys
 
 import pytest
@@ -314,8 +315,15 @@ def test_a_second_process_reuses_the_capture_from_pytorchs_compile_cache(run_pyt
     assert "('autograd_cache_saved', 2)" in first_lines[-1]
     assert "('autograd_cache_hit', 2)" in second_lines[-1]
     assert "autograd_cache_miss" not in second_lines[-1]
-    # The same numbers, the batch norm statistics updated, every graph listed and launched.
-    assert first_lines[:-1] == second_lines[:-1]
+    # The same numbers (to rounding: the daemon may run a graph's kernels on
+    # one host thread in one process and on several in the other), the batch
+    # norm statistics updated, every graph listed and launched.
+    number = r"-?\d+\.\d+(?:e-?\d+)?"
+    assert [re.sub(number, "N", line) for line in first_lines[:-1]] == \
+        [re.sub(number, "N", line) for line in second_lines[:-1]]
+    first_numbers = [float(v) for line in first_lines[:-1] for v in re.findall(number, line)]
+    second_numbers = [float(v) for line in second_lines[:-1] for v in re.findall(number, line)]
+    assert second_numbers == pytest.approx(first_numbers, rel=1e-5, abs=1e-7)
     assert "batches 3" in second_lines
 
 
