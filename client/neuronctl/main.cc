@@ -204,12 +204,12 @@ int main(int argc, char** argv) {
   }
 
   if (*stats) {
-    absl::StatusOr<std::vector<neuronrt::CoreStats>> cores = (*client)->GetStats();
-    if (!cores.ok()) return Report(cores.status(), address);
+    absl::StatusOr<neuronrt::Stats> taken = (*client)->GetStats();
+    if (!taken.ok()) return Report(taken.status(), address);
     if (stats_json) {
-      std::cout << neuronctl::StatsJson(*cores).dump(2) << "\n";
+      std::cout << neuronctl::StatsJson(taken->cores).dump(2) << "\n";
     } else {
-      std::cout << neuronctl::StatsTable(*cores);
+      std::cout << neuronctl::StatsTable(taken->cores);
     }
     return 0;
   }

@@ -92,9 +92,9 @@ absl::StatusOr<TopSnapshot> Take(const neuronrt::Client& client, const std::stri
   absl::StatusOr<std::vector<neuronrt::DeviceInfo>> devices = client.ListDevices();
   if (!devices.ok()) return devices.status();
   snapshot.devices = *std::move(devices);
-  absl::StatusOr<std::vector<neuronrt::CoreStats>> cores = client.GetStats();
-  if (!cores.ok()) return cores.status();
-  snapshot.cores = *std::move(cores);
+  absl::StatusOr<neuronrt::Stats> stats = client.GetStats();
+  if (!stats.ok()) return stats.status();
+  snapshot.cores = std::move(stats->cores);
   absl::StatusOr<std::vector<neuronrt::SessionInfo>> sessions = client.ListSessions();
   if (!sessions.ok()) return sessions.status();
   snapshot.sessions = *std::move(sessions);

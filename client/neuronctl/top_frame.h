@@ -11,6 +11,7 @@
 
 #include "nlohmann/json.hpp"
 #include "neuronrt/device_info.h"
+#include "neuronrt/stats.h"
 
 namespace neuronctl {
 

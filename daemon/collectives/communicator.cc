@@ -162,8 +162,9 @@ absl::StatusOr<OperationExtents> ExtentsOf(const neuron_rtd_collective_op& op, u
   }
 }
 
-Communicator::Communicator(std::string name, uint32_t size, absl::Duration timeout)
-    : name_(std::move(name)), size_(size), timeout_(timeout) {
+Communicator::Communicator(std::string name, uint32_t size, absl::Duration timeout,
+                           std::shared_ptr<CollectiveCounters> counters)
+    : name_(std::move(name)), size_(size), timeout_(timeout), counters_(std::move(counters)) {
   members_.resize(size);
 }
 
@@ -303,6 +304,7 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
   }
   for (Arrival& arrival : aborted) arrival.completion->Settle(violation);
   for (auto& [work, status] : refused) {
+    if (counters_ != nullptr) counters_->Count(work[0].op.op.kind, /*ok=*/false, 0);
     for (Arrival& arrival : work) arrival.completion->Settle(status);
   }
   for (Work& work : ready) Execute(work);
@@ -338,6 +340,18 @@ void Communicator::Execute(Work& work) {
   if (work[0].op.op.kind != NEURON_RTD_COLLECTIVE_SEND) {
     absl::MutexLock lock(&mutex_);
     ++collectives_completed_;
+  }
+  if (counters_ != nullptr) {
+    uint64_t received = 0;
+    for (const Arrival& arrival : work) {
+      // Checked when the operation was posted.
+      if (absl::StatusOr<OperationExtents> extents =
+              ExtentsOf(arrival.op.op, arrival.rank, size_);
+          extents.ok() && status.ok()) {
+        received += extents->recv_bytes;
+      }
+    }
+    counters_->Count(work[0].op.op.kind, status.ok(), received);
   }
   for (Arrival& arrival : work) arrival.completion->Settle(status);
 }

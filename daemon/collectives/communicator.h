@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/collectives/collective_counters.h"
 #include "daemon/collectives/group_completion.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/segment.h"
@@ -67,7 +68,9 @@ class Communicator {
   // `name` identifies the communicator in errors and listings (never the
   // secret id). An operation that waits longer than `timeout` for its peers
   // aborts the communicator.
-  Communicator(std::string name, uint32_t size, absl::Duration timeout);
+  // `counters` (may be null): where the collectives it runs are counted.
+  Communicator(std::string name, uint32_t size, absl::Duration timeout,
+               std::shared_ptr<CollectiveCounters> counters = nullptr);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -145,6 +148,7 @@ class Communicator {
   const std::string name_;
   const uint32_t size_;
   const absl::Duration timeout_;
+  const std::shared_ptr<CollectiveCounters> counters_;
 
   mutable absl::Mutex mutex_;
   std::vector<std::string> members_ ABSL_GUARDED_BY(mutex_);

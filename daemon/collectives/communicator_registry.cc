@@ -93,7 +93,7 @@ absl::StatusOr<std::shared_ptr<Communicator>> CommunicatorRegistry::Join(
     }
     if (it->second.communicator == nullptr) {
       it->second.communicator = std::make_shared<Communicator>(
-          absl::StrFormat("c%d", next_name_++), size, operation_timeout);
+          absl::StrFormat("c%d", next_name_++), size, operation_timeout, counters_);
       live_.push_back(it->second.communicator);
     } else if (it->second.communicator->size() != size) {
       return absl::InvalidArgumentError(absl::StrFormat(

@@ -54,6 +54,8 @@ class CommunicatorRegistry {
 
   // The live communicators.
   std::vector<Communicator::Info> List() const;
+  // What every communicator, live or gone, has run.
+  CollectiveCounters::Snapshot counters() const { return counters_->snapshot(); }
 
  private:
   struct PendingId {
@@ -64,6 +66,7 @@ class CommunicatorRegistry {
   void Watch();
 
   const RegistryOptions options_;
+  const std::shared_ptr<CollectiveCounters> counters_ = std::make_shared<CollectiveCounters>();
   mutable absl::Mutex mutex_;
   std::map<std::string, PendingId> pending_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::weak_ptr<Communicator>> live_ ABSL_GUARDED_BY(mutex_);

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -261,6 +260,7 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
       // A failed stream runs nothing more; its records are drained so that
       // the client never blocks on a full ring.
       if (record->header.opcode == NEURON_RTD_OP_COLLECTIVE) AbandonCollective(*context, *record);
+      counters_.CountCommand(record->header.opcode, CommandOutcome::kAbandoned);
       stream->Consume(header.length, record->header.sequence);
       ++served;
       continue;
@@ -275,7 +275,7 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
     if (outcome == Outcome::kDone || outcome == Outcome::kCopied) {
       const int64_t finished = Now();
       const auto took = static_cast<uint64_t>(std::max<int64_t>(0, finished - started));
-      Account(took);
+      Account(outcome == Outcome::kCopied ? CoreEngine::kDma : CoreEngine::kCompute, took);
       // Utilization is the compute engine's: transfers are not counted.
       if (outcome == Outcome::kDone) AccountRecentCompute(finished, took);
     }
@@ -389,9 +389,9 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
   }
 }
 
-void CoreQueue::Account(uint64_t ns) {
-  busy_ns_.fetch_add(ns, std::memory_order_relaxed);
-  latency_log2_ns_[std::bit_width(ns) % 64].fetch_add(1, std::memory_order_relaxed);
+void CoreQueue::Account(CoreEngine engine, uint64_t ns) {
+  counters_.AddBusy(engine, ns);
+  counters_.RecordExecution(ns);
 }
 
 void CoreQueue::AccountRecentCompute(int64_t now, uint64_t ns) {
@@ -410,11 +410,12 @@ CoreQueue::Stats CoreQueue::stats() const {
     stats.recent_compute_utilization = std::min(
         1.0, recent_compute_ns_.ValueAt(Now()) / recent_compute_ns_.window_ns());
   }
-  stats.completed = completed_.load(std::memory_order_relaxed);
-  stats.failed = failed_.load(std::memory_order_relaxed);
-  stats.busy_ns = busy_ns_.load(std::memory_order_relaxed);
-  for (size_t i = 0; i < stats.latency_log2_ns.size(); ++i) {
-    stats.latency_log2_ns[i] = latency_log2_ns_[i].load(std::memory_order_relaxed);
+  stats.counters = counters_.snapshot();
+  absl::MutexLock lock(&mutex_);
+  for (const SessionStreams& session : sessions_) {
+    for (const std::shared_ptr<Stream>& stream : session.streams) {
+      stats.queued_commands += stream->QueuedCommands();
+    }
   }
   return stats;
 }
@@ -503,7 +504,7 @@ void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedR
     ReportProfiled(stream, context, record, !status.ok(), launched);
   }
   if (status.ok()) {
-    completed_.fetch_add(1, std::memory_order_relaxed);
+    counters_.CountCommand(record.header.opcode, CommandOutcome::kCompleted);
     stream.Complete(record.header.sequence);
     context.OnCommandDone(stream, /*failed=*/false);
     return;
@@ -520,7 +521,7 @@ void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedR
                                       .message = std::string(status.message()),
                                       .error_type = std::string(*type),
                                       .sticky = false});
-    failed_.fetch_add(1, std::memory_order_relaxed);
+    counters_.CountCommand(record.header.opcode, CommandOutcome::kRejected);
     stream.CompleteWithOperatorError(record.header.sequence);
     context.OnCommandDone(stream, /*failed=*/true);
     return;
@@ -543,7 +544,7 @@ void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t s
                                        .message = message});
   }
   stream.Fail(sequence, nrt_status);
-  failed_.fetch_add(1, std::memory_order_relaxed);
+  counters_.CountCommand(opcode, CommandOutcome::kFailed);
   if (context != nullptr) context->OnCommandDone(stream, /*failed=*/true);
 }
 

@@ -22,6 +22,7 @@
 #include "daemon/common/decaying_sum.h"
 #include "daemon/exec/executable.h"
 #include "daemon/hal/device.h"
+#include "daemon/queue/core_counters.h"
 #include "daemon/queue/fair_queue.h"
 #include "daemon/queue/record_decoder.h"
 #include "daemon/queue/stream.h"
@@ -79,16 +80,14 @@ class CoreQueue {
   absl::Status Attach(std::shared_ptr<Stream> stream);
   void Detach(Stream& stream);
 
-  // Counters since the queue started.
+  // Counters since the queue started, and its state now.
   struct Stats {
-    uint64_t completed = 0;
-    uint64_t failed = 0;
-    uint64_t busy_ns = 0;
-    // Execution times: bucket i counts commands that took [2^(i-1), 2^i) ns.
-    std::array<uint64_t, 64> latency_log2_ns{};
+    CoreCounters::Snapshot counters;
     // The share of about the last second the compute engine was busy, 0 to
     // 1 (torch.neuron.utilization).
     double recent_compute_utilization = 0;
+    // Commands submitted to the core's streams and not yet started.
+    uint64_t queued_commands = 0;
   };
   Stats stats() const;
 
@@ -113,6 +112,8 @@ class CoreQueue {
     std::function<absl::Status(uint64_t offset, uint64_t length)> run;
     uint64_t bytes = 0;
     uint64_t done = 0;
+    // Engine time its chunks took so far.
+    uint64_t took_ns = 0;
     std::vector<std::shared_ptr<const void>> keep_alive;
   };
 
@@ -220,7 +221,8 @@ class CoreQueue {
       ExecutionContext& context, const CollectiveCommand& command, uint32_t rank,
       uint32_t size);
 
-  void Account(uint64_t ns);
+  // A command that ran on `engine` for `ns`, start to end.
+  void Account(CoreEngine engine, uint64_t ns);
   // Worker only: compute time into recent_compute_ns_, folded in at most
   // every kRecentFoldNs so that the lock is taken about a hundred times a
   // second, not per command.
@@ -233,7 +235,7 @@ class CoreQueue {
   const int epoll_fd_;
   const int wake_fd_;
 
-  absl::Mutex mutex_;
+  mutable absl::Mutex mutex_;
   std::vector<SessionStreams> sessions_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   std::deque<DmaJob> dma_jobs_ ABSL_GUARDED_BY(mutex_);
@@ -242,10 +244,7 @@ class CoreQueue {
   // Bumped by every Attach and Detach: a turn ends when the streams change.
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> waiting_streams_{0};
-  std::atomic<uint64_t> completed_{0};
-  std::atomic<uint64_t> failed_{0};
-  std::atomic<uint64_t> busy_ns_{0};
-  std::array<std::atomic<uint64_t>, 64> latency_log2_ns_{};
+  CoreCounters counters_;
   mutable absl::Mutex recent_mutex_;
   DecayingSum recent_compute_ns_ ABSL_GUARDED_BY(recent_mutex_);
   // Worker only.

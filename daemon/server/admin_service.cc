@@ -100,7 +100,8 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* context,
   const std::string reason =
       absl::StrFormat("killed by uid %d (pid %d)%s%s", caller->uid, caller->pid,
                       request->reason().empty() ? "" : ": ", request->reason().substr(0, 256));
-  return ToGrpc(sessions_.Close(request->session_id(), *caller, NEURON_RTD_STATUS_CLOSED, reason));
+  return ToGrpc(sessions_.Close(request->session_id(), *caller, session::SessionEnd::kKilled,
+                                NEURON_RTD_STATUS_CLOSED, reason));
 }
 
 grpc::Status AdminService::SetSessionWeight(grpc::ServerContext* context,
@@ -180,113 +181,6 @@ grpc::Status AdminService::ResetDevice(grpc::ServerContext* context,
   if (!reset.ok()) {
     return ToGrpc(absl::Status(reset.code(),
                                absl::StrFormat("resetting device %d: %s", index, reset.message())));
-  }
-  return grpc::Status::OK;
-}
-
-namespace {
-
-// Percentiles from a log2 histogram: the upper bound of the bucket where the
-// cumulative count reaches the fraction.
-void Summarize(const std::array<uint64_t, 64>& buckets, v1::LatencySummary* out) {
-  uint64_t count = 0;
-  for (uint64_t bucket : buckets) count += bucket;
-  out->set_count(count);
-  if (count == 0) return;
-  auto percentile = [&](double fraction) -> uint64_t {
-    const uint64_t target = std::max<uint64_t>(1, static_cast<uint64_t>(fraction * count));
-    uint64_t seen = 0;
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      seen += buckets[i];
-      if (seen >= target) return i == 0 ? 0 : (uint64_t{1} << (i - 1)) * 2 - 1;
-    }
-    return UINT64_MAX;
-  };
-  out->set_p50_ns(percentile(0.50));
-  out->set_p90_ns(percentile(0.90));
-  out->set_p99_ns(percentile(0.99));
-  out->set_max_ns(percentile(1.0));
-}
-
-}  // namespace
-
-grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
-                                    v1::GetStatsResponse* response) {
-  const uint64_t interval_ns =
-      std::max<uint64_t>(1, absl::ToInt64Nanoseconds(status_.uptime()));
-  response->set_interval_ms(interval_ns / 1'000'000);
-  for (const auto& [core, stats] : scheduler_.Stats()) {
-    v1::CoreStats* out = response->add_cores();
-    out->set_core(core);
-    out->set_utilization(static_cast<double>(stats.busy_ns) / static_cast<double>(interval_ns));
-    out->set_executions_completed(stats.completed);
-    out->set_executions_failed(stats.failed);
-    out->set_busy_ns(stats.busy_ns);
-    out->set_recent_compute_utilization(stats.recent_compute_utilization);
-    if (absl::StatusOr<hal::Device*> device = scheduler_.DeviceOfCore(core); device.ok()) {
-      out->set_host_executed_launches(
-          (*device)->HostExecutedLaunches(core - (*device)->info().first_core_index));
-    }
-    Summarize(stats.latency_log2_ns, out->mutable_execution_latency());
-  }
-  for (const hal::Device* device : backend_.devices()) {
-    v1::DeviceStats* out = response->add_devices();
-    out->set_device_index(device->info().index);
-    out->mutable_memory()->set_tensors_bytes(memory_.stats(device->info().index).used_bytes);
-  }
-  return grpc::Status::OK;
-}
-
-grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*,
-                                        const v1::GetCacheInfoRequest* request,
-                                        v1::GetCacheInfoResponse* response) {
-  const exec::CacheStats stats = executables_.stats();
-  response->set_entries(stats.entries);
-  response->set_memory_bytes(stats.memory_bytes);
-  response->set_hits(stats.hits);
-  response->set_misses(stats.misses);
-  response->set_held_entries(stats.held_entries);
-  response->set_held_bytes(stats.held_bytes);
-  response->set_evictions(stats.evictions);
-  response->set_max_bytes(stats.limits.max_bytes);
-  response->set_max_bytes_per_user(stats.limits.max_bytes_per_user);
-  v1::CompilerInfo* compiler = response->mutable_compiler();
-  compiler->set_enabled(compiler_ != nullptr);
-  if (compiler_ != nullptr) {
-    const compiler::CompileStats built = compiler_->stats();
-    compiler->set_compile_after_launches(compiler_->compile_after_launches());
-    compiler->set_builds(built.builds);
-    compiler->set_failures(built.failures);
-    compiler->set_disk_hits(built.cache_hits);
-    compiler->set_queued(built.queued);
-    compiler->set_worker_starts(built.worker_starts);
-    compiler->set_build_seconds(built.build_seconds);
-    compiler->set_unavailable(built.unavailable);
-    const std::vector<compiler::StoredArtifact> stored = compiler_->cache().List();
-    uint64_t disk_bytes = 0;
-    for (const compiler::StoredArtifact& artifact : stored) disk_bytes += artifact.bytes;
-    compiler->set_disk_entries(stored.size());
-    response->set_disk_bytes(disk_bytes);
-    response->set_disk_path(compiler_->cache().directory());
-  }
-  if (!request->list_executables()) return grpc::Status::OK;
-  for (const exec::ExecutableCache::Listing& listed : executables_.List()) {
-    const exec::Executable& executable = *listed.executable;
-    const hal::ExecutableStatus status = executable.prepared->status();
-    v1::CachedExecutable* entry = response->add_executables();
-    entry->set_executable_id(executable.id);
-    entry->set_name(executable.name);
-    v1::ExecutableKind kind = v1::EXECUTABLE_KIND_EAGER_OP;
-    if (std::holds_alternative<hal::GraphPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_GRAPH;
-    if (std::holds_alternative<hal::NeffPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_NEFF;
-    entry->set_kind(kind);
-    entry->set_bytes(listed.charged_bytes);
-    entry->set_holders(listed.holders);
-    entry->set_launches(status.launches);
-    entry->set_tier(static_cast<uint32_t>(status.tier));
-    entry->set_compile_state(status.compile_state);
-    entry->set_compile_seconds(status.compile_seconds);
-    entry->set_host_threads(static_cast<uint32_t>(status.host_threads));
   }
   return grpc::Status::OK;
 }

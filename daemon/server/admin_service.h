@@ -61,6 +61,10 @@ class AdminService final : public v1::Admin::Service {
                           v1::ClearCacheResponse* response) override;
 
  private:
+  void FillCoreStats(uint32_t core, const queue::CoreQueue::Stats& stats, uint64_t interval_ns,
+                     v1::CoreStats* out) const;
+  void FillDaemonStats(v1::DaemonStats* out) const;
+  void FillCacheInfo(bool list_executables, v1::GetCacheInfoResponse* response) const;
   // Root or the daemon's own user: who may drain or reset.
   // The peer of the call; UNAUTHENTICATED when the daemon cannot tell.
   absl::StatusOr<PeerCredentials> Caller(grpc::ServerContext* context) const;

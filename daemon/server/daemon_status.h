@@ -18,6 +18,7 @@ class DaemonStatus {
   v1::ServingState state() const { return state_.load(std::memory_order_acquire); }
   void set_state(v1::ServingState state) { state_.store(state, std::memory_order_release); }
   absl::Duration uptime() const { return absl::Now() - started_; }
+  absl::Time started() const { return started_; }
 
  private:
   const absl::Time started_;

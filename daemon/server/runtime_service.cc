@@ -123,8 +123,8 @@ grpc::Status RuntimeService::CloseSession(grpc::ServerContext* context,
                                           v1::CloseSessionResponse*) {
   absl::StatusOr<PeerCredentials> caller = Caller(context);
   if (!caller.ok()) return ToGrpc(caller.status());
-  return ToGrpc(sessions_.Close(request->session_id(), *caller, NEURON_RTD_STATUS_CLOSED,
-                                "closed by its client"));
+  return ToGrpc(sessions_.Close(request->session_id(), *caller, session::SessionEnd::kClosed,
+                                NEURON_RTD_STATUS_CLOSED, "closed by its client"));
 }
 
 grpc::Status RuntimeService::AllocateSegment(grpc::ServerContext* context,

@@ -37,6 +37,19 @@ absl::StatusOr<std::string> RandomToken() {
 
 }  // namespace
 
+std::string_view SessionEndName(SessionEnd reason) {
+  switch (reason) {
+    case SessionEnd::kClosed: return "closed";
+    case SessionEnd::kClientDied: return "client_died";
+    case SessionEnd::kKilled: return "killed";
+    case SessionEnd::kDeviceReset: return "device_reset";
+    case SessionEnd::kAttachTimeout: return "attach_timeout";
+    case SessionEnd::kAttachFailed: return "attach_failed";
+    case SessionEnd::kDaemonStopping: return "daemon_stopping";
+  }
+  return "unknown";
+}
+
 SessionManager::SessionManager(const SessionConfig& config, const hal::Backend& backend,
                                queue::Scheduler& scheduler, memory::MemoryManager& memory)
     : config_(config), backend_(backend), scheduler_(scheduler), memory_(memory) {
@@ -126,6 +139,7 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
                                            scheduler_, memory_);
   absl::MutexLock lock(&mutex_);
   sessions_.emplace(id, Entry{.session = session, .token = *token});
+  ++opened_;
   return OpenedSession{.session = std::move(session), .attach_token = *std::move(token)};
 }
 
@@ -148,7 +162,7 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Attach(uint64_t session
   }
   if (absl::Status attached = session->Attach(fd); !attached.ok()) {
     session->Close(NEURON_RTD_STATUS_FAILURE, std::string(attached.message()));
-    Take(session_id);
+    Take(session_id, SessionEnd::kAttachFailed);
     return attached;
   }
   return session;
@@ -169,22 +183,44 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(uint64_t session_id
   return it->second.session;
 }
 
-std::shared_ptr<Session> SessionManager::Take(uint64_t session_id) {
-  absl::MutexLock lock(&mutex_);
-  auto it = sessions_.find(session_id);
-  if (it == sessions_.end()) return nullptr;
-  std::shared_ptr<Session> session = std::move(it->second.session);
-  sessions_.erase(it);
+std::shared_ptr<Session> SessionManager::Take(uint64_t session_id, SessionEnd why) {
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end()) return nullptr;
+    session = std::move(it->second.session);
+    sessions_.erase(it);
+  }
+  CountEnded(why);
   return session;
 }
 
+void SessionManager::CountEnded(SessionEnd why, uint64_t sessions) {
+  ended_[static_cast<size_t>(why)].fetch_add(sessions, std::memory_order_relaxed);
+}
+
+SessionCounts SessionManager::counts() const {
+  SessionCounts counts;
+  {
+    absl::MutexLock lock(&mutex_);
+    counts.opened = opened_;
+    counts.live = sessions_.size();
+  }
+  for (size_t i = 0; i < kSessionEndReasons; ++i) {
+    counts.ended[i] = ended_[i].load(std::memory_order_relaxed);
+  }
+  return counts;
+}
+
 absl::Status SessionManager::Close(uint64_t session_id, const PeerCredentials& caller,
-                                   int32_t nrt_status, const std::string& reason) {
+                                   SessionEnd why, int32_t nrt_status,
+                                   const std::string& reason) {
   absl::StatusOr<std::shared_ptr<Session>> session = Get(session_id, caller);
   if (!session.ok()) return session.status();
   // Closed before it leaves the list: a session no longer listed holds nothing.
   (*session)->Close(nrt_status, reason);
-  Take(session_id);
+  Take(session_id, why);
   return absl::OkStatus();
 }
 
@@ -197,7 +233,7 @@ void SessionManager::OnDisconnect(uint64_t session_id) {
     session = it->second.session;
   }
   session->Close(NEURON_RTD_STATUS_CLOSED, "client disconnected");
-  Take(session_id);
+  Take(session_id, SessionEnd::kClientDied);
 }
 
 std::vector<std::shared_ptr<Session>> SessionManager::List() const {
@@ -213,6 +249,7 @@ void SessionManager::CloseAll(const std::string& reason) {
     absl::MutexLock lock(&mutex_);
     sessions.swap(sessions_);
   }
+  CountEnded(SessionEnd::kDaemonStopping, sessions.size());
   for (auto& [id, entry] : sessions) entry.session->Close(NEURON_RTD_STATUS_CLOSED, reason);
 }
 
@@ -242,7 +279,7 @@ std::vector<uint64_t> SessionManager::CloseSessionsOnDevice(uint32_t device_inde
   std::vector<uint64_t> ids;
   for (const std::shared_ptr<Session>& session : affected) {
     session->Close(nrt_status, reason);
-    Take(session->id());
+    Take(session->id(), SessionEnd::kDeviceReset);
     ids.push_back(session->id());
   }
   return ids;
@@ -263,6 +300,7 @@ void SessionManager::ReapUnattached() {
       }
     }
     if (expired.empty()) continue;
+    CountEnded(SessionEnd::kAttachTimeout, expired.size());
     mutex_.Unlock();
     for (auto& session : expired) {
       session->Close(NEURON_RTD_STATUS_TIMEOUT, "its client never attached the data plane");

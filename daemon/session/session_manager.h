@@ -3,11 +3,14 @@
 #ifndef NEURON_RTD_DAEMON_SESSION_SESSION_MANAGER_H_
 #define NEURON_RTD_DAEMON_SESSION_SESSION_MANAGER_H_
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -39,6 +42,26 @@ struct OpenedSession {
   std::string attach_token;  // NEURON_RTD_ATTACH_TOKEN_BYTES random bytes
 };
 
+// Why a session ended (the reasons of neuron_rtd_sessions_ended_total).
+enum class SessionEnd : uint8_t {
+  kClosed,          // its client closed it
+  kClientDied,      // its data-plane connection ended
+  kKilled,          // an administrator ended it
+  kDeviceReset,     // a device it used was reset
+  kAttachTimeout,   // its client never attached the data plane
+  kAttachFailed,    // attaching the data plane failed
+  kDaemonStopping,
+};
+inline constexpr size_t kSessionEndReasons = 7;
+std::string_view SessionEndName(SessionEnd reason);
+
+// Sessions since the manager started.
+struct SessionCounts {
+  uint64_t opened = 0;
+  uint64_t live = 0;
+  std::array<uint64_t, kSessionEndReasons> ended{};  // by SessionEnd
+};
+
 // Thread-safety: every method may be called from any thread.
 // Lifetime: the backend, scheduler and memory outlive the manager; the
 // destructor closes every session.
@@ -65,14 +88,16 @@ class SessionManager {
   absl::StatusOr<std::shared_ptr<Session>> Get(uint64_t session_id,
                                                const PeerCredentials& caller) const;
 
-  // Ends a session as its owner or an administrator asks.
-  absl::Status Close(uint64_t session_id, const PeerCredentials& caller, int32_t nrt_status,
-                     const std::string& reason);
+  // Ends a session as its owner (`why` kClosed) or an administrator
+  // (kKilled) asks.
+  absl::Status Close(uint64_t session_id, const PeerCredentials& caller, SessionEnd why,
+                     int32_t nrt_status, const std::string& reason);
   // The session's data-plane connection ended: its client is gone.
   void OnDisconnect(uint64_t session_id);
 
   std::vector<std::shared_ptr<Session>> List() const;
   void CloseAll(const std::string& reason);
+  SessionCounts counts() const;
 
   // While draining, Open refuses new sessions; open ones carry on.
   void SetDraining(bool draining);
@@ -84,7 +109,10 @@ class SessionManager {
                                               const std::string& reason);
 
  private:
-  std::shared_ptr<Session> Take(uint64_t session_id);
+  // Removes the session from the list; a session is counted as ended by
+  // whoever removes it, once.
+  std::shared_ptr<Session> Take(uint64_t session_id, SessionEnd why);
+  void CountEnded(SessionEnd why, uint64_t sessions = 1);
   void ReapUnattached();
 
   const SessionConfig config_;
@@ -99,6 +127,8 @@ class SessionManager {
   };
   std::map<uint64_t, Entry> sessions_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 1;
+  uint64_t opened_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::array<std::atomic<uint64_t>, kSessionEndReasons> ended_{};
   // Sessions admitted and not yet in sessions_, in all and per uid.
   size_t opening_ ABSL_GUARDED_BY(mutex_) = 0;
   std::map<uid_t, size_t> opening_by_user_ ABSL_GUARDED_BY(mutex_);

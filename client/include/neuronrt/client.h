@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "neuronrt/address.h"
 #include "neuronrt/device_info.h"
+#include "neuronrt/stats.h"
 
 namespace neuronrt {
 
@@ -49,7 +50,7 @@ class Client {
   // Stops (or, with false, resumes) admitting sessions; returns the daemon's
   // state ("draining" or "serving"). Root or the daemon's user.
   virtual absl::StatusOr<std::string> Drain(bool enable) const = 0;
-  virtual absl::StatusOr<std::vector<CoreStats>> GetStats() const = 0;
+  virtual absl::StatusOr<Stats> GetStats() const = 0;
   // Ends every session on device `device_index`; returns their ids.
   virtual absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const = 0;
   // With `list_executables`, every cached executable too.

@@ -79,26 +79,6 @@ struct SessionInfo {
   uint64_t queued_commands = 0;
 };
 
-// One core's counters since the daemon started (`neuronctl stats`).
-struct CoreStats {
-  uint32_t core = 0;
-  // Compute and DMA engine time per wall second: 0 to 2.
-  double utilization = 0;
-  uint64_t executions_completed = 0;
-  uint64_t executions_failed = 0;
-  // Engine time since the daemon started, cumulative.
-  uint64_t busy_ns = 0;
-  // The share of about the last second the compute engine was busy, 0 to 1.
-  double recent_compute_utilization = 0;
-  // Launches that ran on the host CPU instead of the core (real Trainium's
-  // host execution path); 0 on the simulator.
-  uint64_t host_executed_launches = 0;
-  // Execution time percentiles, upper bounds of power-of-two buckets.
-  uint64_t latency_p50_ns = 0;
-  uint64_t latency_p99_ns = 0;
-  uint64_t latency_max_ns = 0;
-};
-
 // One cached executable (`neuronctl cache ls`).
 struct CachedExecutable {
   uint64_t executable_id = 0;

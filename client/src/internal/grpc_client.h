@@ -80,12 +80,10 @@ class GrpcClient final : public Client {
     return StateName(response->state());
   }
 
-  absl::StatusOr<std::vector<CoreStats>> GetStats() const override {
+  absl::StatusOr<Stats> GetStats() const override {
     auto response = Call(&v1::Admin::Stub::GetStats, v1::GetStatsRequest(), "GetStats");
     if (!response.ok()) return response.status();
-    std::vector<CoreStats> cores;
-    for (const v1::CoreStats& core : response->cores()) cores.push_back(FromProto(core));
-    return cores;
+    return FromProto(*response);
   }
 
   absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const override {

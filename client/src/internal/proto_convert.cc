@@ -156,16 +156,62 @@ CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
 }
 
 CoreStats FromProto(const v1::CoreStats& core) {
-  return CoreStats{.core = core.core(),
-                   .utilization = core.utilization(),
-                   .executions_completed = core.executions_completed(),
-                   .executions_failed = core.executions_failed(),
-                   .busy_ns = core.busy_ns(),
-                   .recent_compute_utilization = core.recent_compute_utilization(),
-                   .host_executed_launches = core.host_executed_launches(),
-                   .latency_p50_ns = core.execution_latency().p50_ns(),
-                   .latency_p99_ns = core.execution_latency().p99_ns(),
-                   .latency_max_ns = core.execution_latency().max_ns()};
+  CoreStats stats{.core = core.core(),
+                  .utilization = core.utilization(),
+                  .executions_completed = core.executions_completed(),
+                  .executions_failed = core.executions_failed(),
+                  .busy_ns = core.busy_ns(),
+                  .recent_compute_utilization = core.recent_compute_utilization(),
+                  .host_executed_launches = core.host_executed_launches(),
+                  .latency_p50_ns = core.execution_latency().p50_ns(),
+                  .latency_p99_ns = core.execution_latency().p99_ns(),
+                  .latency_max_ns = core.execution_latency().max_ns(),
+                  .compute_busy_ns = core.compute_busy_ns(),
+                  .dma_busy_ns = core.dma_busy_ns(),
+                  .execution_ns_log2_buckets = {core.execution_ns_log2_buckets().begin(),
+                                                core.execution_ns_log2_buckets().end()},
+                  .execution_ns_sum = core.execution_ns_sum(),
+                  .queued_commands = core.queued_commands()};
+  for (const v1::CommandCount& count : core.commands()) {
+    stats.commands.push_back(
+        CommandCount{.kind = count.kind(), .outcome = count.outcome(), .count = count.count()});
+  }
+  return stats;
+}
+
+Stats FromProto(const v1::GetStatsResponse& response) {
+  Stats stats{.interval_ms = response.interval_ms()};
+  for (const v1::CoreStats& core : response.cores()) stats.cores.push_back(FromProto(core));
+  for (const v1::DeviceStats& device : response.devices()) {
+    stats.devices.push_back(DeviceStats{.device_index = device.device_index(),
+                                        .tensors_bytes = device.memory().tensors_bytes(),
+                                        .hbm_total_bytes = device.hbm_total_bytes(),
+                                        .hbm_largest_free_bytes = device.hbm_largest_free_bytes(),
+                                        .hbm_segments = device.hbm_segments()});
+  }
+  const v1::DaemonStats& daemon = response.daemon();
+  DaemonStats& out = stats.daemon;
+  out.version = daemon.version();
+  out.backend = BackendName(daemon.backend());
+  out.state = StateName(daemon.state());
+  out.start_time_unix_ms = daemon.start_time_unix_ms();
+  out.sessions_opened = daemon.sessions_opened();
+  out.sessions_live = daemon.sessions_live();
+  for (const v1::SessionEndCount& ended : daemon.sessions_ended()) {
+    out.sessions_ended[ended.reason()] = ended.count();
+  }
+  out.executables = FromProto(daemon.executables());
+  out.communicators_live = daemon.communicators_live();
+  for (const v1::CollectiveCount& count : daemon.collectives()) {
+    out.collectives.push_back(CollectiveCount{.kind = count.kind(),
+                                              .outcome = count.outcome(),
+                                              .count = count.count(),
+                                              .bytes = count.bytes()});
+  }
+  out.cpu_user_seconds = daemon.cpu_user_seconds();
+  out.cpu_system_seconds = daemon.cpu_system_seconds();
+  out.resident_memory_bytes = daemon.resident_memory_bytes();
+  return stats;
 }
 
 absl::Status FromGrpc(const grpc::Status& status, const DaemonAddress& address,

@@ -9,6 +9,7 @@
 #include "neuron/rtd/v1/runtime.pb.h"
 #include "neuronrt/address.h"
 #include "neuronrt/device_info.h"
+#include "neuronrt/stats.h"
 
 namespace neuronrt::internal {
 
@@ -17,6 +18,7 @@ HealthInfo FromProto(const neuron::rtd::v1::HealthResponse& health);
 RuntimeInfo FromProto(const neuron::rtd::v1::GetRuntimeInfoResponse& info);
 SessionInfo FromProto(const neuron::rtd::v1::SessionInfo& session);
 CoreStats FromProto(const neuron::rtd::v1::CoreStats& core);
+Stats FromProto(const neuron::rtd::v1::GetStatsResponse& response);
 CacheInfo FromProto(const neuron::rtd::v1::GetCacheInfoResponse& cache);
 // "serving", "draining", "stopping".
 std::string StateName(neuron::rtd::v1::ServingState state);

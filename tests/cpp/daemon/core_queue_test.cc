@@ -165,6 +165,51 @@ TEST_F(CoreQueueTest, QueuedCommandsAreCountedFromTheRingAndNeverTrustIt) {
 }
 
 }  // namespace
+TEST_F(CoreQueueTest, StatsCountCommandsByKindOutcomeAndEngineAndTheQueueDepth) {
+  constexpr uint64_t kLarge = 24ull << 20;  // three DMA chunks, one command
+  auto session = MakeSession(1, kLarge);
+  std::shared_ptr<Stream> stream = MakeStream(session);
+  Append(*stream, NEURON_RTD_OP_SIGNAL);  // holds the worker
+  for (int i = 0; i < 4; ++i) Append(*stream, NEURON_RTD_OP_SIGNAL);
+  AppendFill(*stream, session->address(), kLarge);
+  ASSERT_TRUE(queue_->Attach(stream).ok());
+  log_.held.WaitForNotification();
+  // The held SIGNAL has started; the other five wait behind it.
+  EXPECT_EQ(queue_->stats().queued_commands, 5u);
+  log_.released.Notify();
+  AwaitCompletions(6);
+  // A fill beyond the session's memory fails the stream; what follows it is
+  // drained, never run.
+  session->errors_expected = true;
+  AppendFill(*stream, session->address() + kLarge, 8);
+  Append(*stream, NEURON_RTD_OP_SIGNAL);
+  queue_->Wake();
+  AwaitCompletions(7);
+  for (const absl::Time until = absl::Now() + absl::Seconds(30);
+       stream->QueuedCommands() > 0 && absl::Now() < until;) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+
+  const CoreQueue::Stats stats = queue_->stats();
+  const auto count = [&](uint16_t opcode, CommandOutcome outcome) {
+    return stats.counters.commands[opcode][static_cast<size_t>(outcome)];
+  };
+  EXPECT_EQ(count(NEURON_RTD_OP_SIGNAL, CommandOutcome::kCompleted), 5u);
+  EXPECT_EQ(count(NEURON_RTD_OP_FILL, CommandOutcome::kCompleted), 1u);
+  EXPECT_EQ(count(NEURON_RTD_OP_FILL, CommandOutcome::kFailed), 1u);
+  EXPECT_EQ(count(NEURON_RTD_OP_SIGNAL, CommandOutcome::kAbandoned), 1u);
+  EXPECT_EQ(stats.counters.CountWithOutcome(CommandOutcome::kRejected), 0u);
+  EXPECT_EQ(stats.queued_commands, 0u);
+  // Every command that ran is one entry of the histogram, the large fill
+  // once however many chunks it took.
+  uint64_t executions = 0;
+  for (uint64_t bucket : stats.counters.execution_log2_ns) executions += bucket;
+  EXPECT_EQ(executions, 5u + 1u + 1u);
+  EXPECT_GT(stats.counters.busy_ns[static_cast<size_t>(CoreEngine::kDma)], 0u);
+  EXPECT_GT(stats.counters.busy_ns[static_cast<size_t>(CoreEngine::kCompute)], 0u);
+  EXPECT_GE(stats.counters.execution_ns_sum, stats.counters.busy_ns[1]);
+}
+
 TEST_F(CoreQueueTest, ProfiledRecordsAreStampedByTheQueueClock) {
   UseFakeClock();
   constexpr uint64_t kLarge = 24ull << 20;  // three DMA chunks

@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_split.h"
 #include "e2e/data_plane_fixture.h"
+#include "e2e/raw_session.h"
+#include "neuronrt/client.h"
 #include "neuronrt/session.h"
 #include "nlohmann/json.hpp"
 #include "testing/subprocess.h"
@@ -69,6 +71,64 @@ TEST_F(DataPlaneTest, StatsCountEveryCoresCommands) {
       testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "stats"});
   EXPECT_THAT(table.out, HasSubstr("UTIL"));
   EXPECT_THAT(table.out, HasSubstr("NOW"));
+}
+
+TEST_F(DataPlaneTest, StatsCountSessionsByHowTheyEndedCommandsByKindAndTheDaemonProcess) {
+  auto client = neuronrt::Client::Connect({.address = address()});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto closed = Open("closed");
+  auto stream = *closed->CreateStream(0);
+  auto buffer = *closed->Allocate(0, kMiB);
+  std::vector<uint8_t> host(kMiB, 7);
+  ASSERT_TRUE(stream->CopyToDevice(buffer.device_address, host.data(), host.size()).ok());
+  ASSERT_TRUE(stream->Fill(buffer.device_address, 64, 1, 1).ok());
+  ASSERT_TRUE(stream->Synchronize().ok());
+  ASSERT_TRUE(closed->Close().ok());
+  auto killed = Open("killed");
+  ASSERT_TRUE((*client)->KillSession(killed->id(), "test").ok());
+  {
+    auto died = testing::RawSession::Open(address());
+    ASSERT_TRUE(died.ok()) << died.status();
+  }  // its connections end without CloseSession
+  absl::StatusOr<neuronrt::Stats> stats;
+  for (const absl::Time until = absl::Now() + absl::Seconds(30); absl::Now() < until;) {
+    stats = (*client)->GetStats();
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    if (stats->daemon.sessions_ended["client_died"] == 1) break;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  const neuronrt::DaemonStats& daemon = stats->daemon;
+  EXPECT_EQ(daemon.sessions_opened, 3u);
+  EXPECT_EQ(daemon.sessions_live, 0u);
+  EXPECT_EQ(daemon.sessions_ended.at("closed"), 1u);
+  EXPECT_EQ(daemon.sessions_ended.at("killed"), 1u);
+  EXPECT_EQ(daemon.sessions_ended.at("client_died"), 1u);
+  EXPECT_EQ(daemon.sessions_ended.at("device_reset"), 0u);
+  EXPECT_EQ(daemon.state, "serving");
+  EXPECT_EQ(daemon.backend, "sim");
+  EXPECT_FALSE(daemon.version.empty());
+  EXPECT_GT(daemon.resident_memory_bytes, 0u);
+  EXPECT_GT(daemon.cpu_user_seconds + daemon.cpu_system_seconds, 0.0);
+  EXPECT_GT(daemon.start_time_unix_ms, 0u);
+
+  const neuronrt::CoreStats& core = stats->cores.at(0);
+  const auto count = [&](std::string_view kind) -> uint64_t {
+    for (const neuronrt::CommandCount& each : core.commands) {
+      if (each.kind == kind && each.outcome == "completed") return each.count;
+    }
+    return 0;
+  };
+  EXPECT_EQ(count("copy"), 1u);
+  EXPECT_EQ(count("fill"), 1u);
+  EXPECT_GT(core.dma_busy_ns, 0u);
+  EXPECT_EQ(core.compute_busy_ns + core.dma_busy_ns, core.busy_ns);
+  ASSERT_EQ(core.execution_ns_log2_buckets.size(), 64u);
+  uint64_t executions = 0;
+  for (uint64_t bucket : core.execution_ns_log2_buckets) executions += bucket;
+  EXPECT_EQ(executions, core.executions_completed + core.executions_failed);
+  ASSERT_EQ(stats->devices.size(), 1u);
+  EXPECT_GT(stats->devices[0].hbm_total_bytes, 0u);
+  EXPECT_EQ(stats->devices[0].tensors_bytes, 0u);
 }
 
 TEST_F(DataPlaneTest, DrainRefusesNewSessionsAndKeepsRunningOnes) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <string>
 #include <thread>
 
 #include "data_plane_fixture.h"
@@ -295,6 +297,39 @@ TEST_F(CollectivesTest, TheAdminListsCommunicatorsWithTheirRanksAndProgress) {
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_THAT(listed->front().aborted, HasSubstr("rank 0"));
+}
+
+TEST_F(CollectivesTest, TheDaemonsStatsCountCollectivesByKindOutcomeAndBytes) {
+  std::vector<Rank> ranks = Ranks(2);
+  for (Rank& rank : ranks) {
+    const uint64_t address = rank.buffer.device_address;
+    neuron_rtd_collective_op op =
+        Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE, address, address, 4, NEURON_RTD_REDUCE_SUM);
+    ASSERT_TRUE(rank.stream->Collective(rank.handle, {&op, 1}).ok());
+  }
+  for (Rank& rank : ranks) ASSERT_TRUE(rank.stream->Synchronize().ok());
+  neuron_rtd_collective_op reduce = Op(NEURON_RTD_COLLECTIVE_ALL_REDUCE,
+                                       ranks[0].buffer.device_address,
+                                       ranks[0].buffer.device_address, 4, NEURON_RTD_REDUCE_SUM);
+  neuron_rtd_collective_op gather = Op(NEURON_RTD_COLLECTIVE_ALL_GATHER,
+                                       ranks[1].buffer.device_address,
+                                       ranks[1].buffer.device_address + 64, 4);
+  ASSERT_TRUE(ranks[0].stream->Collective(ranks[0].handle, {&reduce, 1}).ok());
+  ASSERT_TRUE(ranks[1].stream->Collective(ranks[1].handle, {&gather, 1}).ok());
+  for (Rank& rank : ranks) EXPECT_FALSE(rank.stream->Synchronize().ok());
+
+  auto stats = Admin()->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->daemon.communicators_live, 1u);
+  std::map<std::string, neuronrt::CollectiveCount> by_outcome;
+  for (const neuronrt::CollectiveCount& count : stats->daemon.collectives) {
+    EXPECT_EQ(count.kind, "all_reduce");
+    by_outcome[count.outcome] = count;
+  }
+  ASSERT_EQ(by_outcome.size(), 2u);
+  EXPECT_EQ(by_outcome["completed"].count, 1u);
+  EXPECT_EQ(by_outcome["completed"].bytes, 2u * 4u * sizeof(float));  // written to each rank
+  EXPECT_EQ(by_outcome["failed"].count, 1u);  // the ranks disagreed: rank 0's kind counts
 }
 
 TEST_F(CollectivesTest, JoiningNeedsAnIdOfThisDaemonAndEveryRankInTime) {

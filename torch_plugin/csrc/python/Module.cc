@@ -164,7 +164,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_core_stats", [] {
     const std::vector<neuronrt::CoreStats> cores =
         AskDaemon([] { return GetRuntime().session().client().GetStats(); },
-                  "asking neuron-rtd for its cores' statistics");
+                  "asking neuron-rtd for its cores' statistics")
+            .cores;
     py::list result;
     for (const neuronrt::CoreStats& core : cores) {
       py::dict entry;

@@ -1,0 +1,192 @@
+// Admin.GetStats and Admin.GetCacheInfo: the daemon's counters, for
+// neuronctl stats/top and the Prometheus exporter.
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/time/time.h"
+#include "daemon/common/process_usage.h"
+#include "daemon/server/admin_service.h"
+#include "daemon/server/device_proto.h"
+#include "neuron/rtd/abi/command_ring.h"
+#include "neuron/version.h"
+
+namespace neuron::rtd {
+
+namespace {
+
+// Percentiles from a log2 histogram: the upper bound of the bucket where the
+// cumulative count reaches the fraction.
+void Summarize(const std::array<uint64_t, 64>& buckets, v1::LatencySummary* out) {
+  uint64_t count = 0;
+  for (uint64_t bucket : buckets) count += bucket;
+  out->set_count(count);
+  if (count == 0) return;
+  auto percentile = [&](double fraction) -> uint64_t {
+    const uint64_t target = std::max<uint64_t>(1, static_cast<uint64_t>(fraction * count));
+    uint64_t seen = 0;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      seen += buckets[i];
+      if (seen >= target) return i == 0 ? 0 : (uint64_t{1} << (i - 1)) * 2 - 1;
+    }
+    return UINT64_MAX;
+  };
+  out->set_p50_ns(percentile(0.50));
+  out->set_p90_ns(percentile(0.90));
+  out->set_p99_ns(percentile(0.99));
+  out->set_max_ns(percentile(1.0));
+}
+
+}  // namespace
+
+grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
+                                    v1::GetStatsResponse* response) {
+  const uint64_t interval_ns =
+      std::max<uint64_t>(1, absl::ToInt64Nanoseconds(status_.uptime()));
+  response->set_interval_ms(interval_ns / 1'000'000);
+  for (const auto& [core, stats] : scheduler_.Stats()) {
+    FillCoreStats(core, stats, interval_ns, response->add_cores());
+  }
+  for (const hal::Device* device : backend_.devices()) {
+    const memory::AllocatorStats memory = memory_.stats(device->info().index);
+    v1::DeviceStats* out = response->add_devices();
+    out->set_device_index(device->info().index);
+    out->mutable_memory()->set_tensors_bytes(memory.used_bytes);
+    out->set_hbm_total_bytes(memory.total_bytes);
+    out->set_hbm_largest_free_bytes(memory.largest_free_bytes);
+    out->set_hbm_segments(memory.segments);
+  }
+  FillDaemonStats(response->mutable_daemon());
+  return grpc::Status::OK;
+}
+
+void AdminService::FillCoreStats(uint32_t core, const queue::CoreQueue::Stats& stats,
+                                 uint64_t interval_ns, v1::CoreStats* out) const {
+  const queue::CoreCounters::Snapshot& counters = stats.counters;
+  out->set_core(core);
+  out->set_utilization(static_cast<double>(counters.busy_total_ns()) /
+                       static_cast<double>(interval_ns));
+  out->set_executions_completed(counters.CountWithOutcome(queue::CommandOutcome::kCompleted));
+  out->set_executions_failed(counters.CountWithOutcome(queue::CommandOutcome::kRejected) +
+                             counters.CountWithOutcome(queue::CommandOutcome::kFailed));
+  out->set_busy_ns(counters.busy_total_ns());
+  out->set_compute_busy_ns(counters.busy_ns[static_cast<size_t>(queue::CoreEngine::kCompute)]);
+  out->set_dma_busy_ns(counters.busy_ns[static_cast<size_t>(queue::CoreEngine::kDma)]);
+  out->set_recent_compute_utilization(stats.recent_compute_utilization);
+  out->set_queued_commands(stats.queued_commands);
+  if (absl::StatusOr<hal::Device*> device = scheduler_.DeviceOfCore(core); device.ok()) {
+    out->set_host_executed_launches(
+        (*device)->HostExecutedLaunches(core - (*device)->info().first_core_index));
+  }
+  Summarize(counters.execution_log2_ns, out->mutable_execution_latency());
+  for (uint64_t bucket : counters.execution_log2_ns) out->add_execution_ns_log2_buckets(bucket);
+  out->set_execution_ns_sum(counters.execution_ns_sum);
+  for (uint16_t opcode = 0; opcode < counters.commands.size(); ++opcode) {
+    for (size_t outcome = 0; outcome < queue::kCommandOutcomes; ++outcome) {
+      const uint64_t count = counters.commands[opcode][outcome];
+      if (count == 0) continue;
+      v1::CommandCount* commands = out->add_commands();
+      commands->set_kind(absl::AsciiStrToLower(neuron_rtd_opcode_name(opcode)));
+      commands->set_outcome(
+          std::string(queue::CommandOutcomeName(static_cast<queue::CommandOutcome>(outcome))));
+      commands->set_count(count);
+    }
+  }
+}
+
+void AdminService::FillDaemonStats(v1::DaemonStats* out) const {
+  out->set_version(NEURON_RTD_VERSION);
+  out->set_backend(ToProto(backend_.kind()));
+  out->set_state(status_.state());
+  out->set_start_time_unix_ms(absl::ToUnixMillis(status_.started()));
+  const session::SessionCounts sessions = sessions_.counts();
+  out->set_sessions_opened(sessions.opened);
+  out->set_sessions_live(sessions.live);
+  for (size_t reason = 0; reason < session::kSessionEndReasons; ++reason) {
+    v1::SessionEndCount* ended = out->add_sessions_ended();
+    ended->set_reason(
+        std::string(session::SessionEndName(static_cast<session::SessionEnd>(reason))));
+    ended->set_count(sessions.ended[reason]);
+  }
+  FillCacheInfo(/*list_executables=*/false, out->mutable_executables());
+  out->set_communicators_live(communicators_.List().size());
+  const collectives::CollectiveCounters::Snapshot collectives = communicators_.counters();
+  for (uint32_t kind = 1; kind < collectives.size(); ++kind) {
+    const std::string name = absl::AsciiStrToLower(std::string(collectives::CollectiveKindName(kind)));
+    for (const bool ok : {true, false}) {
+      const uint64_t count = ok ? collectives[kind].completed : collectives[kind].failed;
+      if (count == 0) continue;
+      v1::CollectiveCount* entry = out->add_collectives();
+      entry->set_kind(name);
+      entry->set_outcome(ok ? "completed" : "failed");
+      entry->set_count(count);
+      if (ok) entry->set_bytes(collectives[kind].bytes);
+    }
+  }
+  const ProcessUsage usage = ReadProcessUsage();
+  out->set_cpu_user_seconds(usage.cpu_user_seconds);
+  out->set_cpu_system_seconds(usage.cpu_system_seconds);
+  out->set_resident_memory_bytes(usage.resident_memory_bytes);
+}
+
+void AdminService::FillCacheInfo(bool list_executables,
+                                 v1::GetCacheInfoResponse* response) const {
+  const exec::CacheStats stats = executables_.stats();
+  response->set_entries(stats.entries);
+  response->set_memory_bytes(stats.memory_bytes);
+  response->set_hits(stats.hits);
+  response->set_misses(stats.misses);
+  response->set_held_entries(stats.held_entries);
+  response->set_held_bytes(stats.held_bytes);
+  response->set_evictions(stats.evictions);
+  response->set_max_bytes(stats.limits.max_bytes);
+  response->set_max_bytes_per_user(stats.limits.max_bytes_per_user);
+  v1::CompilerInfo* compiler = response->mutable_compiler();
+  compiler->set_enabled(compiler_ != nullptr);
+  if (compiler_ != nullptr) {
+    const compiler::CompileStats built = compiler_->stats();
+    compiler->set_compile_after_launches(compiler_->compile_after_launches());
+    compiler->set_builds(built.builds);
+    compiler->set_failures(built.failures);
+    compiler->set_disk_hits(built.cache_hits);
+    compiler->set_queued(built.queued);
+    compiler->set_worker_starts(built.worker_starts);
+    compiler->set_build_seconds(built.build_seconds);
+    compiler->set_unavailable(built.unavailable);
+    const std::vector<compiler::StoredArtifact> stored = compiler_->cache().List();
+    uint64_t disk_bytes = 0;
+    for (const compiler::StoredArtifact& artifact : stored) disk_bytes += artifact.bytes;
+    compiler->set_disk_entries(stored.size());
+    response->set_disk_bytes(disk_bytes);
+    response->set_disk_path(compiler_->cache().directory());
+  }
+  if (!list_executables) return;
+  for (const exec::ExecutableCache::Listing& listed : executables_.List()) {
+    const exec::Executable& executable = *listed.executable;
+    const hal::ExecutableStatus status = executable.prepared->status();
+    v1::CachedExecutable* entry = response->add_executables();
+    entry->set_executable_id(executable.id);
+    entry->set_name(executable.name);
+    v1::ExecutableKind kind = v1::EXECUTABLE_KIND_EAGER_OP;
+    if (std::holds_alternative<hal::GraphPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_GRAPH;
+    if (std::holds_alternative<hal::NeffPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_NEFF;
+    entry->set_kind(kind);
+    entry->set_bytes(listed.charged_bytes);
+    entry->set_holders(listed.holders);
+    entry->set_launches(status.launches);
+    entry->set_tier(static_cast<uint32_t>(status.tier));
+    entry->set_compile_state(status.compile_state);
+    entry->set_compile_seconds(status.compile_seconds);
+    entry->set_host_threads(static_cast<uint32_t>(status.host_threads));
+  }
+}
+
+
+
+grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*,
+                                        const v1::GetCacheInfoRequest* request,
+                                        v1::GetCacheInfoResponse* response) {
+  FillCacheInfo(request->list_executables(), response);
+  return grpc::Status::OK;
+}
+
+}  // namespace neuron::rtd
