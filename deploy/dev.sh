@@ -40,6 +40,7 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
   libsystemd-dev libgtest-dev libgmock-dev libxxhash-dev zlib1g-dev
+  prometheus-cpp-dev libcpp-httplib-dev
   python3-dev python3-venv procps
 )
 PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
@@ -124,7 +125,7 @@ cmd_build() {
     --disable-pip-version-check --no-build-isolation --no-deps --editable "$ROOT" \
     -Cbuild-dir="$BUILD_DIR" -Ccmake.build-type="$BUILD_TYPE" \
     -Ccmake.define.NEURON_BUILD_TESTS=ON -Ccmake.define.NEURON_WERROR=ON \
-    -Ccmake.define.NEURON_PYTHON="$VENV/bin/python"
+    -Ccmake.define.NEURON_BUILD_EXPORTER=ON -Ccmake.define.NEURON_PYTHON="$VENV/bin/python"
 }
 
 cmd_test() {

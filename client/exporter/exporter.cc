@@ -1,0 +1,91 @@
+#include "client/exporter/exporter.h"
+
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "client/exporter/daemon_snapshot.h"
+#include "client/exporter/metric_families.h"
+#include "prometheus/text_serializer.h"
+
+namespace neuron_exporter {
+namespace {
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Exporter::Exporter(ExporterOptions options, std::function<double()> monotonic_seconds)
+    : options_(std::move(options)),
+      monotonic_seconds_(monotonic_seconds ? std::move(monotonic_seconds) : SteadySeconds) {}
+
+absl::StatusOr<neuronrt::Client*> Exporter::Connected() {
+  if (client_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<neuronrt::Client>> client = neuronrt::Client::Connect(
+        {.address = options_.address, .rpc_timeout = options_.daemon_timeout});
+    if (!client.ok()) return client.status();
+    client_ = *std::move(client);
+  }
+  return client_.get();
+}
+
+void Exporter::Forget(const absl::Status& status) {
+  if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) client_.reset();
+}
+
+std::string Exporter::Scrape() {
+  absl::MutexLock lock(&mutex_);
+  Families families(options_.labels);
+  const double started = monotonic_seconds_();
+  absl::StatusOr<DaemonSnapshot> snapshot = absl::UnavailableError("not asked");
+  if (absl::StatusOr<neuronrt::Client*> client = Connected(); client.ok()) {
+    snapshot = TakeSnapshot(**client, options_.per_session);
+    if (!snapshot.ok()) Forget(snapshot.status());
+  } else {
+    snapshot = client.status();
+  }
+  const double took = monotonic_seconds_() - started;
+  families.Gauge("neuron_rtd_daemon_up",
+                 "1 when the exporter's last scrape reached neuron-rtd, 0 when it could not.", {},
+                 snapshot.ok() ? 1 : 0);
+  if (snapshot.ok()) {
+    AddDaemonFamilies(*snapshot, FamilyOptions{.per_session = options_.per_session}, families);
+    if (options_.neuron_monitor_compat) {
+      const CpuSample now{.monotonic_seconds = started,
+                          .user_seconds = snapshot->stats.daemon.cpu_user_seconds,
+                          .system_seconds = snapshot->stats.daemon.cpu_system_seconds};
+      AddNeuronMonitorFamilies(*snapshot, now, previous_cpu_,
+                               std::max(1u, std::thread::hardware_concurrency()), families);
+      previous_cpu_ = now;
+    }
+  } else {
+    ++scrape_errors_;
+  }
+  families.Gauge("neuron_rtd_exporter_scrape_duration_seconds",
+                 "How long this scrape's calls to neuron-rtd took.", {}, took);
+  families.Counter("neuron_rtd_exporter_scrape_errors_total",
+                   "Scrapes that could not reach neuron-rtd or were refused.", {},
+                   static_cast<double>(scrape_errors_));
+  return prometheus::TextSerializer().Serialize(std::move(families).Take());
+}
+
+absl::Status Exporter::Health() {
+  absl::MutexLock lock(&mutex_);
+  absl::StatusOr<neuronrt::Client*> client = Connected();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<neuronrt::HealthInfo> health = (*client)->Health();
+  if (!health.ok()) {
+    Forget(health.status());
+    return health.status();
+  }
+  if (!health->serving()) {
+    return absl::UnavailableError(absl::StrFormat("neuron-rtd is %s", health->state));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace neuron_exporter
