@@ -128,11 +128,32 @@ cmd_build() {
     -Ccmake.define.NEURON_BUILD_EXPORTER=ON -Ccmake.define.NEURON_PYTHON="$VENV/bin/python"
 }
 
+# promtool checks the exporter's exposition and the alert rules in the tests.
+# Only the binary is taken from Debian's prometheus package, not the package
+# installed: its maintainer scripts would start a Prometheus server.
+PROMTOOL="$BUILD_DIR/tools/promtool"
+ensure_promtool() {
+  [ -x "$PROMTOOL" ] && return
+  local work
+  work="$(mktemp -d)"
+  if ! (cd "$work" && apt-get download -qq prometheus >/dev/null 2>&1); then
+    as_root apt-get update -qq
+    (cd "$work" && apt-get download -qq prometheus >/dev/null 2>&1) ||
+      die "could not download Debian's prometheus package (for promtool)"
+  fi
+  dpkg-deb --fsys-tarfile "$work"/prometheus_*.deb | tar -x -C "$work" ./usr/bin/promtool
+  mkdir -p "$(dirname "$PROMTOOL")"
+  mv "$work/usr/bin/promtool" "$PROMTOOL"
+  rm -rf "$work"
+}
+
 cmd_test() {
   cmd_build
   ensure_test_packages
+  ensure_promtool
   log "running C++ tests (CTest)"
-  (cd "$BUILD_DIR" && ctest --output-on-failure --parallel "$(nproc)" --timeout 300)
+  (cd "$BUILD_DIR" && NEURON_PROMTOOL="$PROMTOOL" \
+    ctest --output-on-failure --parallel "$(nproc)" --timeout 300)
   log "running Python tests (pytest), the small models of the model suite, and the fast slice"
   log "of the OpInfo conformance suite"
   "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models" \

@@ -3,6 +3,7 @@
 // daemon itself stays Unix-socket only). docs/operations.md.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -81,6 +82,12 @@ int main(int argc, char** argv) {
   neuron_exporter::Exporter exporter(options);
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(4); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
+  // second exporter on the same port binds too and takes half the scrapes.
+  server.set_socket_options([](socket_t socket) {
+    const int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& response) {
     response.set_content(exporter.Scrape(), kExpositionType);
   });

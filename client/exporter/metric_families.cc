@@ -94,17 +94,30 @@ void AddDaemon(const DaemonSnapshot& snapshot, Families& out) {
 
   out.Gauge("neuron_rtd_communicators", "Live communicators (process groups).", {},
             static_cast<double>(daemon.communicators_live));
+  // Every kind and outcome from zero (a few series), so that rate() and the
+  // alert on failures see them before the first collective.
+  std::map<std::pair<std::string, std::string>, uint64_t> collectives;
+  std::map<std::string, uint64_t> collective_bytes;
+  for (const char* kind : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                           "send", "barrier"}) {
+    for (const char* outcome : {"completed", "failed"}) collectives[{kind, outcome}] = 0;
+    collective_bytes[kind] = 0;
+  }
   for (const neuronrt::CollectiveCount& count : daemon.collectives) {
+    collectives[{count.kind, count.outcome}] = count.count;
+    collective_bytes[count.kind] += count.bytes;
+  }
+  for (const auto& [kind_outcome, count] : collectives) {
     out.Counter("neuron_rtd_collectives_total",
                 "Collectives run by the daemon (every rank's part counted once), by kind and "
                 "outcome.",
-                {{"kind", count.kind}, {"outcome", count.outcome}},
-                static_cast<double>(count.count));
-    if (count.outcome == "completed") {
-      out.Counter("neuron_rtd_collective_bytes_total",
-                  "Bytes collectives wrote into their ranks' buffers.", {{"kind", count.kind}},
-                  static_cast<double>(count.bytes));
-    }
+                {{"kind", kind_outcome.first}, {"outcome", kind_outcome.second}},
+                static_cast<double>(count));
+  }
+  for (const auto& [kind, bytes] : collective_bytes) {
+    out.Counter("neuron_rtd_collective_bytes_total",
+                "Bytes collectives wrote into their ranks' buffers.", {{"kind", kind}},
+                static_cast<double>(bytes));
   }
 }
 
@@ -131,12 +144,21 @@ void AddCores(const DaemonSnapshot& snapshot, Families& out) {
     out.Gauge("neuron_core_utilization_ratio",
               "Share of about the last second the compute engine was busy, 0 to 1.", labels,
               core.recent_compute_utilization);
+    // The main kinds and outcomes are served from zero, so that rate() and
+    // alerts see them before the first command; the others once they occur.
+    std::map<std::pair<std::string, std::string>, uint64_t> commands;
+    for (const char* kind : {"launch", "copy", "fill", "collective"}) {
+      for (const char* outcome : {"completed", "failed"}) commands[{kind, outcome}] = 0;
+    }
     for (const neuronrt::CommandCount& count : core.commands) {
+      commands[{count.kind, count.outcome}] = count.count;
+    }
+    for (const auto& [kind_outcome, count] : commands) {
       out.Counter("neuron_core_commands_total",
                   "Commands the core ran, by kind (launch, copy, fill, wait, signal, collective, "
                   "marker, invalid) and outcome (completed, rejected, failed, abandoned).",
-                  with({{"kind", count.kind}, {"outcome", count.outcome}}),
-                  static_cast<double>(count.count));
+                  with({{"kind", kind_outcome.first}, {"outcome", kind_outcome.second}}),
+                  static_cast<double>(count));
     }
     out.Histogram("neuron_core_execution_duration_seconds",
                   "How long each command took on its engine, start to end.", labels,
