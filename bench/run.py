@@ -21,6 +21,7 @@ import core_sharing  # noqa: E402
 import daemon_startup  # noqa: E402
 import data_plane  # noqa: E402
 import first_op  # noqa: E402
+import exporter  # noqa: E402
 import neuronctl_top  # noqa: E402
 import nrt_backend  # noqa: E402
 import profiler  # noqa: E402
@@ -30,7 +31,7 @@ import train_step  # noqa: E402
 
 BENCHMARKS = [daemon_startup, first_op, data_plane, core_sharing, train_step, resnet_step,
               titan_llama, compiled_step, allreduce, profiler, nrt_backend,
-              neuronctl_top]
+              neuronctl_top, exporter]
 
 
 def main() -> int:

@@ -20,17 +20,27 @@ uint64_t CoreCounters::Snapshot::CountWithOutcome(CommandOutcome outcome) const 
   return count;
 }
 
+void CoreCounters::Snapshot::Add(const Snapshot& other) {
+  for (size_t i = 0; i < busy_ns.size(); ++i) busy_ns[i] += other.busy_ns[i];
+  for (size_t op = 0; op < commands.size(); ++op) {
+    for (size_t outcome = 0; outcome < kCommandOutcomes; ++outcome) {
+      commands[op][outcome] += other.commands[op][outcome];
+    }
+  }
+  for (size_t i = 0; i < kExecutionBuckets; ++i) execution_log2_ns[i] += other.execution_log2_ns[i];
+  execution_ns_sum += other.execution_ns_sum;
+}
+
 void CoreCounters::RecordExecution(uint64_t ns) {
-  execution_log2_ns_[std::bit_width(ns) % kExecutionBuckets].fetch_add(1,
-                                                                       std::memory_order_relaxed);
-  execution_ns_sum_.fetch_add(ns, std::memory_order_relaxed);
+  Bump(execution_log2_ns_[std::bit_width(ns) % kExecutionBuckets], 1);
+  Bump(execution_ns_sum_, ns);
 }
 
 void CoreCounters::CountCommand(uint16_t opcode, CommandOutcome outcome) {
   // The opcode comes from client memory: one the decoder refused is
   // counted apart, never used as an index.
   const size_t kind = opcode < NEURON_RTD_OP_COUNT_ ? size_t{opcode} : size_t{NEURON_RTD_OP_INVALID};
-  commands_[kind][static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
+  Bump(commands_[kind][static_cast<size_t>(outcome)], 1);
 }
 
 CoreCounters::Snapshot CoreCounters::snapshot() const {

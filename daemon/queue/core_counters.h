@@ -34,8 +34,10 @@ enum class CoreEngine : uint8_t { kCompute, kDma };
 // Execution times: bucket i counts commands that took [2^(i-1), 2^i) ns.
 inline constexpr size_t kExecutionBuckets = 64;
 
-// Thread-safety: every method may be called from any thread; each counter
-// is monotonic on its own (relaxed atomics), a snapshot is not one instant.
+// Thread-safety: one writer thread at a time (the writers are not
+// read-modify-write atomic: a counter costs a plain add on the command
+// path), snapshot() from any thread; each counter is monotonic on its own,
+// a snapshot is not one instant. A core queue keeps one per thread.
 class CoreCounters {
  public:
   struct Snapshot {
@@ -48,11 +50,11 @@ class CoreCounters {
 
     uint64_t busy_total_ns() const { return busy_ns[0] + busy_ns[1]; }
     uint64_t CountWithOutcome(CommandOutcome outcome) const;
+    // Adds `other`'s counts (another thread's counters of the same core).
+    void Add(const Snapshot& other);
   };
 
-  void AddBusy(CoreEngine engine, uint64_t ns) {
-    busy_ns_[static_cast<size_t>(engine)].fetch_add(ns, std::memory_order_relaxed);
-  }
+  void AddBusy(CoreEngine engine, uint64_t ns) { Bump(busy_ns_[static_cast<size_t>(engine)], ns); }
   // One command took `ns` from its start to its end on its engine.
   void RecordExecution(uint64_t ns);
   void CountCommand(uint16_t opcode, CommandOutcome outcome);
@@ -60,6 +62,10 @@ class CoreCounters {
   Snapshot snapshot() const;
 
  private:
+  static void Bump(std::atomic<uint64_t>& counter, uint64_t by) {
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+
   std::array<std::atomic<uint64_t>, 2> busy_ns_{};
   std::array<std::array<std::atomic<uint64_t>, kCommandOutcomes>, NEURON_RTD_OP_COUNT_>
       commands_{};

@@ -226,8 +226,8 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
     const uint64_t available = tail - head;
     const uint64_t position = head % capacity;
     if (available > capacity || available < sizeof(neuron_rtd_record_header)) {
-      FailStream(*stream, context.get(), stream->last_sequence() + 1, NEURON_RTD_STATUS_INVALID,
-                 0, "",
+      FailStream(worker_counters_, *stream, context.get(), stream->last_sequence() + 1,
+                 NEURON_RTD_STATUS_INVALID, 0, "",
                  absl::StrFormat("ring tail %d is not a record boundary after head %d", tail,
                                  head));
       // The framing is lost: nothing more of this ring can be trusted, and
@@ -240,8 +240,8 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
     std::memcpy(&header, records + position, sizeof(header));
     if (absl::Status framing = CheckRecordFraming(header, available, capacity - position);
         !framing.ok()) {
-      FailStream(*stream, context.get(), stream->last_sequence() + 1, NEURON_RTD_STATUS_INVALID,
-                 header.opcode, "", std::string(framing.message()));
+      FailStream(worker_counters_, *stream, context.get(), stream->last_sequence() + 1,
+                 NEURON_RTD_STATUS_INVALID, header.opcode, "", std::string(framing.message()));
       stream->Consume(available, 0);
       return served + 1;
     }
@@ -249,9 +249,9 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
     absl::StatusOr<DecodedRecord> record = DecodeRecord(
         std::span<const uint8_t>(record_buffer_.data(), header.length), stream->last_sequence());
     if (!record.ok()) {
-      FailStream(*stream, context.get(), std::max(header.sequence, stream->last_sequence() + 1),
-                 NEURON_RTD_STATUS_INVALID, header.opcode, "",
-                 std::string(record.status().message()));
+      FailStream(worker_counters_, *stream, context.get(),
+                 std::max(header.sequence, stream->last_sequence() + 1), NEURON_RTD_STATUS_INVALID,
+                 header.opcode, "", std::string(record.status().message()));
       stream->Consume(header.length, 0);
       ++served;
       continue;
@@ -260,7 +260,7 @@ int CoreQueue::Serve(const std::shared_ptr<Stream>& stream, int budget, int64_t 
       // A failed stream runs nothing more; its records are drained so that
       // the client never blocks on a full ring.
       if (record->header.opcode == NEURON_RTD_OP_COLLECTIVE) AbandonCollective(*context, *record);
-      counters_.CountCommand(record->header.opcode, CommandOutcome::kAbandoned);
+      worker_counters_.CountCommand(record->header.opcode, CommandOutcome::kAbandoned);
       stream->Consume(header.length, record->header.sequence);
       ++served;
       continue;
@@ -390,8 +390,8 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
 }
 
 void CoreQueue::Account(CoreEngine engine, uint64_t ns) {
-  counters_.AddBusy(engine, ns);
-  counters_.RecordExecution(ns);
+  worker_counters_.AddBusy(engine, ns);
+  worker_counters_.RecordExecution(ns);
 }
 
 void CoreQueue::AccountRecentCompute(int64_t now, uint64_t ns) {
@@ -410,7 +410,8 @@ CoreQueue::Stats CoreQueue::stats() const {
     stats.recent_compute_utilization = std::min(
         1.0, recent_compute_ns_.ValueAt(Now()) / recent_compute_ns_.window_ns());
   }
-  stats.counters = counters_.snapshot();
+  stats.counters = worker_counters_.snapshot();
+  stats.counters.Add(dma_counters_.snapshot());
   absl::MutexLock lock(&mutex_);
   for (const SessionStreams& session : sessions_) {
     for (const std::shared_ptr<Stream>& stream : session.streams) {
@@ -498,13 +499,14 @@ void CoreQueue::ReportProfiled(Stream& stream, ExecutionContext& context,
       .op_name = record.op_name});
 }
 
-void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
-                       const absl::Status& status, const hal::Executable* launched) {
+void CoreQueue::Settle(CoreCounters& counters, Stream& stream, ExecutionContext& context,
+                       const DecodedRecord& record, const absl::Status& status,
+                       const hal::Executable* launched) {
   if ((record.header.flags & NEURON_RTD_RECORD_FLAG_PROFILE) != 0) {
     ReportProfiled(stream, context, record, !status.ok(), launched);
   }
   if (status.ok()) {
-    counters_.CountCommand(record.header.opcode, CommandOutcome::kCompleted);
+    counters.CountCommand(record.header.opcode, CommandOutcome::kCompleted);
     stream.Complete(record.header.sequence);
     context.OnCommandDone(stream, /*failed=*/false);
     return;
@@ -521,18 +523,18 @@ void CoreQueue::Finish(Stream& stream, ExecutionContext& context, const DecodedR
                                       .message = std::string(status.message()),
                                       .error_type = std::string(*type),
                                       .sticky = false});
-    counters_.CountCommand(record.header.opcode, CommandOutcome::kRejected);
+    counters.CountCommand(record.header.opcode, CommandOutcome::kRejected);
     stream.CompleteWithOperatorError(record.header.sequence);
     context.OnCommandDone(stream, /*failed=*/true);
     return;
   }
-  FailStream(stream, &context, record.header.sequence, rtd::NrtStatusFor(status.code()),
+  FailStream(counters, stream, &context, record.header.sequence, rtd::NrtStatusFor(status.code()),
              record.header.opcode, record.op_name, std::string(status.message()));
 }
 
-void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence,
-                           int32_t nrt_status, uint16_t opcode, const std::string& op_name,
-                           const std::string& message) {
+void CoreQueue::FailStream(CoreCounters& counters, Stream& stream, ExecutionContext* context,
+                           uint64_t sequence, int32_t nrt_status, uint16_t opcode,
+                           const std::string& op_name, const std::string& message) {
   // The details are recorded before the failure is published: a client that
   // sees the failure asks for them at once.
   if (context != nullptr && !stream.failed()) {
@@ -544,7 +546,7 @@ void CoreQueue::FailStream(Stream& stream, ExecutionContext* context, uint64_t s
                                        .message = message});
   }
   stream.Fail(sequence, nrt_status);
-  counters_.CountCommand(opcode, CommandOutcome::kFailed);
+  counters.CountCommand(opcode, CommandOutcome::kFailed);
   if (context != nullptr) context->OnCommandDone(stream, /*failed=*/true);
 }
 

@@ -197,14 +197,22 @@ class CoreQueue {
   absl::StatusOr<DmaJob> PrepareCopy(const std::shared_ptr<Stream>& stream,
                                      const std::shared_ptr<ExecutionContext>& context,
                                      DecodedRecord& record);
-  // `launched`: the executable a LAUNCH ran, if any.
+  // `launched`: the executable a LAUNCH ran, if any. On the worker.
   void Finish(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
-              const absl::Status& status, const hal::Executable* launched = nullptr);
+              const absl::Status& status, const hal::Executable* launched = nullptr) {
+    Settle(worker_counters_, stream, context, record, status, launched);
+  }
+  // Completes or fails the command, counted in the calling thread's
+  // `counters`.
+  void Settle(CoreCounters& counters, Stream& stream, ExecutionContext& context,
+              const DecodedRecord& record, const absl::Status& status,
+              const hal::Executable* launched);
   // Hands a finished PROFILE record's timestamps to its session.
   void ReportProfiled(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
                       bool failed, const hal::Executable* launched);
-  void FailStream(Stream& stream, ExecutionContext* context, uint64_t sequence, int32_t nrt_status,
-                  uint16_t opcode, const std::string& op_name, const std::string& message);
+  void FailStream(CoreCounters& counters, Stream& stream, ExecutionContext* context,
+                  uint64_t sequence, int32_t nrt_status, uint16_t opcode,
+                  const std::string& op_name, const std::string& message);
 
   // Sets `*launched` to the executable it dispatched, if any.
   absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch,
@@ -221,7 +229,7 @@ class CoreQueue {
       ExecutionContext& context, const CollectiveCommand& command, uint32_t rank,
       uint32_t size);
 
-  // A command that ran on `engine` for `ns`, start to end.
+  // A command the worker ran on `engine` for `ns`, start to end.
   void Account(CoreEngine engine, uint64_t ns);
   // Worker only: compute time into recent_compute_ns_, folded in at most
   // every kRecentFoldNs so that the lock is taken about a hundred times a
@@ -244,7 +252,9 @@ class CoreQueue {
   // Bumped by every Attach and Detach: a turn ends when the streams change.
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> waiting_streams_{0};
-  CoreCounters counters_;
+  // Written by the worker and by the DMA thread respectively.
+  CoreCounters worker_counters_;
+  CoreCounters dma_counters_;
   mutable absl::Mutex recent_mutex_;
   DecayingSum recent_compute_ns_ ABSL_GUARDED_BY(recent_mutex_);
   // Worker only.

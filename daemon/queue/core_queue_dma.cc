@@ -124,7 +124,7 @@ void CoreQueue::DmaLoop() {
       }
       status = job.run(job.done, length);
       const int64_t took = std::max<int64_t>(0, Now() - started);
-      counters_.AddBusy(CoreEngine::kDma, static_cast<uint64_t>(took));
+      dma_counters_.AddBusy(CoreEngine::kDma, static_cast<uint64_t>(took));
       job.took_ns += static_cast<uint64_t>(took);
       dma_fair_.Charge(session, job.context->share_weight(), std::chrono::nanoseconds(took));
       job.done += length;
@@ -143,8 +143,8 @@ void CoreQueue::DmaLoop() {
         dma_fair_.Forget(session);  // it comes back level, as an idle session does
       }
     }
-    counters_.RecordExecution(job.took_ns);
-    Finish(*job.stream, *job.context, job.record, status);
+    dma_counters_.RecordExecution(job.took_ns);
+    Settle(dma_counters_, *job.stream, *job.context, job.record, status, nullptr);
     job.stream->in_flight.store(false, std::memory_order_release);
     Wake();
   }

@@ -390,8 +390,8 @@ std::vector<queue::StreamError> Session::StreamErrors(uint64_t stream_id) const 
   return errors;
 }
 
-void Session::Close(int32_t nrt_status, const std::string& reason) {
-  if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+bool Session::Close(int32_t nrt_status, const std::string& reason) {
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return false;
   neuron_rtd_completion_page_header* header = PageHeader(*completion_page_);
   std::atomic_ref<int32_t>(header->session_status).store(nrt_status, std::memory_order_relaxed);
   std::atomic_ref<uint32_t>(header->session_state)
@@ -438,6 +438,7 @@ void Session::Close(int32_t nrt_status, const std::string& reason) {
   }
   scheduler_.WakeWaiting();
   spdlog::info("session {} (pid {}, {}) closed: {}", id_, owner_.pid, client_name_, reason);
+  return true;
 }
 
 absl::StatusOr<queue::DeviceSpan> Session::ResolveDevice(uint64_t address, uint64_t length) {

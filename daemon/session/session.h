@@ -132,8 +132,9 @@ class Session final : public queue::ExecutionContext,
   std::string Description() const;
 
   // Ends the session: fails its timelines with `nrt_status` (sticky), stops
-  // its streams and frees its memory. Idempotent.
-  void Close(int32_t nrt_status, const std::string& reason);
+  // its streams and frees its memory. Idempotent: true for the call that
+  // ended it, false once it was closed.
+  bool Close(int32_t nrt_status, const std::string& reason);
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
   // 1 to kMaxShareWeight (config.h).

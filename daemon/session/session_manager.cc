@@ -161,8 +161,9 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Attach(uint64_t session
     it->second.token.clear();  // one use only
   }
   if (absl::Status attached = session->Attach(fd); !attached.ok()) {
-    session->Close(NEURON_RTD_STATUS_FAILURE, std::string(attached.message()));
-    Take(session_id, SessionEnd::kAttachFailed);
+    End(*session, SessionEnd::kAttachFailed, NEURON_RTD_STATUS_FAILURE,
+        std::string(attached.message()));
+    Take(session_id);
     return attached;
   }
   return session;
@@ -183,21 +184,20 @@ absl::StatusOr<std::shared_ptr<Session>> SessionManager::Get(uint64_t session_id
   return it->second.session;
 }
 
-std::shared_ptr<Session> SessionManager::Take(uint64_t session_id, SessionEnd why) {
-  std::shared_ptr<Session> session;
-  {
-    absl::MutexLock lock(&mutex_);
-    auto it = sessions_.find(session_id);
-    if (it == sessions_.end()) return nullptr;
-    session = std::move(it->second.session);
-    sessions_.erase(it);
-  }
-  CountEnded(why);
+std::shared_ptr<Session> SessionManager::Take(uint64_t session_id) {
+  absl::MutexLock lock(&mutex_);
+  auto it = sessions_.find(session_id);
+  if (it == sessions_.end()) return nullptr;
+  std::shared_ptr<Session> session = std::move(it->second.session);
+  sessions_.erase(it);
   return session;
 }
 
-void SessionManager::CountEnded(SessionEnd why, uint64_t sessions) {
-  ended_[static_cast<size_t>(why)].fetch_add(sessions, std::memory_order_relaxed);
+void SessionManager::End(Session& session, SessionEnd why, int32_t nrt_status,
+                         const std::string& reason) {
+  if (session.Close(nrt_status, reason)) {
+    ended_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 SessionCounts SessionManager::counts() const {
@@ -219,8 +219,8 @@ absl::Status SessionManager::Close(uint64_t session_id, const PeerCredentials& c
   absl::StatusOr<std::shared_ptr<Session>> session = Get(session_id, caller);
   if (!session.ok()) return session.status();
   // Closed before it leaves the list: a session no longer listed holds nothing.
-  (*session)->Close(nrt_status, reason);
-  Take(session_id, why);
+  End(**session, why, nrt_status, reason);
+  Take(session_id);
   return absl::OkStatus();
 }
 
@@ -232,8 +232,8 @@ void SessionManager::OnDisconnect(uint64_t session_id) {
     if (it == sessions_.end()) return;
     session = it->second.session;
   }
-  session->Close(NEURON_RTD_STATUS_CLOSED, "client disconnected");
-  Take(session_id, SessionEnd::kClientDied);
+  End(*session, SessionEnd::kClientDied, NEURON_RTD_STATUS_CLOSED, "client disconnected");
+  Take(session_id);
 }
 
 std::vector<std::shared_ptr<Session>> SessionManager::List() const {
@@ -249,8 +249,9 @@ void SessionManager::CloseAll(const std::string& reason) {
     absl::MutexLock lock(&mutex_);
     sessions.swap(sessions_);
   }
-  CountEnded(SessionEnd::kDaemonStopping, sessions.size());
-  for (auto& [id, entry] : sessions) entry.session->Close(NEURON_RTD_STATUS_CLOSED, reason);
+  for (auto& [id, entry] : sessions) {
+    End(*entry.session, SessionEnd::kDaemonStopping, NEURON_RTD_STATUS_CLOSED, reason);
+  }
 }
 
 void SessionManager::SetDraining(bool draining) {
@@ -278,8 +279,8 @@ std::vector<uint64_t> SessionManager::CloseSessionsOnDevice(uint32_t device_inde
   }
   std::vector<uint64_t> ids;
   for (const std::shared_ptr<Session>& session : affected) {
-    session->Close(nrt_status, reason);
-    Take(session->id(), SessionEnd::kDeviceReset);
+    End(*session, SessionEnd::kDeviceReset, nrt_status, reason);
+    Take(session->id());
     ids.push_back(session->id());
   }
   return ids;
@@ -300,10 +301,10 @@ void SessionManager::ReapUnattached() {
       }
     }
     if (expired.empty()) continue;
-    CountEnded(SessionEnd::kAttachTimeout, expired.size());
     mutex_.Unlock();
     for (auto& session : expired) {
-      session->Close(NEURON_RTD_STATUS_TIMEOUT, "its client never attached the data plane");
+      End(*session, SessionEnd::kAttachTimeout, NEURON_RTD_STATUS_TIMEOUT,
+          "its client never attached the data plane");
     }
     mutex_.Lock();
   }

@@ -109,10 +109,10 @@ class SessionManager {
                                               const std::string& reason);
 
  private:
-  // Removes the session from the list; a session is counted as ended by
-  // whoever removes it, once.
-  std::shared_ptr<Session> Take(uint64_t session_id, SessionEnd why);
-  void CountEnded(SessionEnd why, uint64_t sessions = 1);
+  std::shared_ptr<Session> Take(uint64_t session_id);
+  // Closes the session; counted as ended for `why` when this call ended it
+  // (a client's CloseSession and its connection ending race to close it).
+  void End(Session& session, SessionEnd why, int32_t nrt_status, const std::string& reason);
   void ReapUnattached();
 
   const SessionConfig config_;
