@@ -44,7 +44,7 @@ void AddDaemon(const DaemonSnapshot& snapshot, Families& out) {
   for (const auto& [reason, count] : daemon.sessions_ended) {
     out.Counter("neuron_rtd_sessions_ended_total",
                 "Sessions ended, by reason: closed, client_died, killed, device_reset, "
-                "attach_timeout, attach_failed, daemon_stopping.",
+                "attach_timeout, attach_failed, daemon_stopping, grant_revoked.",
                 {{"reason", reason}}, static_cast<double>(count));
   }
   out.Counter("neuron_rtd_cpu_seconds_total", "CPU time of the daemon process.",

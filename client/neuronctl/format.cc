@@ -385,4 +385,34 @@ nlohmann::json CommunicatorsJson(const std::vector<neuronrt::CommunicatorInfo>& 
   return {{"groups", std::move(list)}};
 }
 
+std::string GrantsTable(const std::vector<neuronrt::GrantInfo>& grants) {
+  std::vector<std::vector<std::string>> rows = {
+      {"GRANT", "CORES", "HBM USED", "HBM QUOTA", "SESSIONS", "LABEL", "DIRECTORY"}};
+  for (const neuronrt::GrantInfo& grant : grants) {
+    rows.push_back({TableCell(grant.grant_id), absl::StrJoin(grant.cores, ","),
+                    FormatBytes(grant.hbm_used_bytes),
+                    grant.hbm_quota_bytes == 0 ? "-" : FormatBytes(grant.hbm_quota_bytes),
+                    absl::StrFormat("%d", grant.session_count), TableCell(grant.label),
+                    TableCell(grant.directory)});
+  }
+  return RenderTable(rows);
+}
+
+nlohmann::json GrantJson(const neuronrt::GrantInfo& grant) {
+  return {{"grant_id", grant.grant_id},
+          {"cores", grant.cores},
+          {"hbm_quota_bytes", grant.hbm_quota_bytes},
+          {"hbm_used_bytes", grant.hbm_used_bytes},
+          {"label", grant.label},
+          {"directory", grant.directory},
+          {"session_count", grant.session_count},
+          {"created_at_unix_ms", grant.created_at_unix_ms}};
+}
+
+nlohmann::json GrantsJson(const std::vector<neuronrt::GrantInfo>& grants) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const neuronrt::GrantInfo& grant : grants) list.push_back(GrantJson(grant));
+  return {{"grants", std::move(list)}};
+}
+
 }  // namespace neuronctl

@@ -48,6 +48,11 @@ nlohmann::json ExecutablesJson(const std::vector<neuronrt::CachedExecutable>& ex
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target);
 nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target);
 
+// `neuronctl grant ls`.
+std::string GrantsTable(const std::vector<neuronrt::GrantInfo>& grants);
+nlohmann::json GrantJson(const neuronrt::GrantInfo& grant);
+nlohmann::json GrantsJson(const std::vector<neuronrt::GrantInfo>& grants);
+
 }  // namespace neuronctl
 
 #endif  // NEURONCTL_FORMAT_H_

@@ -13,6 +13,7 @@
 #include "client/neuronctl/top.h"
 #include "neuron/version.h"
 #include "neuronrt/client.h"
+#include "neuronrt/session.h"
 
 namespace {
 
@@ -130,6 +131,32 @@ int main(int argc, char** argv) {
       "ls", "every cached executable: kind, tier, bytes, holders, launches, compile time");
   bool cache_ls_json = false;
   cache_ls->add_flag("--json", cache_ls_json, "print JSON instead of a table");
+
+  CLI::App* grant = app.add_subcommand(
+      "grant", "grants: cores and an HBM quota served on a socket directory of their own (for "
+               "containers; create and rm: root or the daemon's user)");
+  grant->require_subcommand(1);
+  std::string grant_id;
+  std::string grant_cores;
+  uint64_t grant_quota = 0;
+  std::string grant_label;
+  bool grant_json = false;
+  CLI::App* grant_create = grant->add_subcommand(
+      "create", "create a grant (idempotent) and print its directory");
+  grant_create->add_option("GRANT", grant_id, "its id: [a-z0-9.-], at most 63")->required();
+  grant_create->add_option("--cores", grant_cores, "host-wide cores, e.g. 4-7 or 0,2")
+      ->required();
+  grant_create->add_option("--hbm-quota", grant_quota,
+                           "HBM its sessions may hold together, in bytes (default: no quota)");
+  grant_create->add_option("--label", grant_label, "free text, e.g. the pod");
+  grant_create->add_flag("--json", grant_json, "print JSON");
+  std::string grant_reason;
+  CLI::App* grant_rm = grant->add_subcommand(
+      "rm", "delete a grant: its sockets go, the sessions opened through it end");
+  grant_rm->add_option("GRANT", grant_id, "its id")->required();
+  grant_rm->add_option("--reason", grant_reason, "recorded in the ended sessions' errors");
+  CLI::App* grant_ls = grant->add_subcommand("ls", "list grants");
+  grant_ls->add_flag("--json", grant_json, "print JSON instead of a table");
 
   CLI::App* version = app.add_subcommand("version", "print neuronctl's and the daemon's versions");
 
@@ -250,6 +277,46 @@ int main(int argc, char** argv) {
       std::cout << neuronctl::CacheJson(*info).dump(2) << "\n";
     } else {
       std::cout << neuronctl::CacheText(*info);
+    }
+    return 0;
+  }
+
+  if (*grant_create) {
+    absl::StatusOr<std::vector<uint32_t>> cores = neuronrt::ParseCoreList(grant_cores);
+    if (!cores.ok()) {
+      std::fprintf(stderr, "neuronctl: --cores: %s\n",
+                   std::string(cores.status().message()).c_str());
+      return kExitError;
+    }
+    bool created = false;
+    absl::StatusOr<neuronrt::GrantInfo> made =
+        (*client)->CreateGrant(grant_id, *cores, grant_quota, grant_label, &created);
+    if (!made.ok()) return Report(made.status(), address);
+    if (grant_json) {
+      nlohmann::json out = neuronctl::GrantJson(*made);
+      out["created"] = created;
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::printf("grant %s %s: %s\n", made->grant_id.c_str(), created ? "created" : "exists",
+                  made->directory.c_str());
+    }
+    return 0;
+  }
+
+  if (*grant_rm) {
+    absl::StatusOr<std::vector<uint64_t>> ended = (*client)->DeleteGrant(grant_id, grant_reason);
+    if (!ended.ok()) return Report(ended.status(), address);
+    std::printf("grant %s deleted; %zu session(s) ended\n", grant_id.c_str(), ended->size());
+    return 0;
+  }
+
+  if (*grant_ls) {
+    absl::StatusOr<std::vector<neuronrt::GrantInfo>> grants = (*client)->ListGrants();
+    if (!grants.ok()) return Report(grants.status(), address);
+    if (grant_json) {
+      std::cout << neuronctl::GrantsJson(*grants).dump(2) << "\n";
+    } else {
+      std::cout << neuronctl::GrantsTable(*grants);
     }
     return 0;
   }

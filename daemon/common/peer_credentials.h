@@ -5,17 +5,24 @@
 
 #include <sys/types.h>
 
+#include <string>
+
 namespace neuron::rtd {
 
 struct PeerCredentials {
   pid_t pid = 0;
   uid_t uid = 0;
   gid_t gid = 0;
+  // The grant whose socket the connection came through; empty for the
+  // daemon's own socket.
+  std::string grant;
 };
 
 // Whether `caller` may act on something that `owner` owns: root, or the
-// same user.
+// same user; a peer of a grant's socket only within its grant, whatever its
+// uid (a container's root is not the host's administrator).
 inline bool MayActOn(const PeerCredentials& caller, const PeerCredentials& owner) {
+  if (!caller.grant.empty() && caller.grant != owner.grant) return false;
   return caller.uid == 0 || caller.uid == owner.uid;
 }
 

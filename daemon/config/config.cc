@@ -203,6 +203,10 @@ constexpr std::array kKeys = {
     KeySpec{"server", "max_connections_per_user", ValueKind::kInteger,
             ApplyBounded<&DaemonConfig::server, &ServerConfig::max_connections_per_user, 1,
                          65536>},
+    KeySpec{"server", "grants_directory", ValueKind::kString,
+            ApplyString<&DaemonConfig::server, &ServerConfig::grants_directory>},
+    KeySpec{"server", "max_grants", ValueKind::kInteger,
+            ApplyBounded<&DaemonConfig::server, &ServerConfig::max_grants, 0, 4096>},
     KeySpec{"log", "level", ValueKind::kString, ApplyLogLevel},
     KeySpec{"device", "backend", ValueKind::kString, ApplyBackend},
     KeySpec{"device", "logical_nc_config", ValueKind::kInteger, ApplyLogicalNcConfig},
@@ -497,6 +501,13 @@ absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& conf
 std::string EffectiveSocketPath(const ServerConfig& config) {
   if (!config.socket_path.empty()) return config.socket_path;
   return ::geteuid() == 0 ? std::string(kSystemSocketPath) : PerUserSocketPath();
+}
+
+std::string EffectiveGrantsDirectory(const ServerConfig& config) {
+  if (!config.grants_directory.empty()) return config.grants_directory;
+  const std::string socket = EffectiveSocketPath(config);
+  const size_t slash = socket.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : socket.substr(0, slash)) + "/grants";
 }
 
 }  // namespace neuron::rtd

@@ -35,6 +35,10 @@ struct ServerConfig {
   // Exit after this many seconds with no session and no call in flight; 0:
   // never. A daemon that torch_neuronx starts on its own sets it.
   uint32_t idle_exit_seconds = 0;
+  // Where grants' socket directories are made; empty: "grants" beside the
+  // socket.
+  std::string grants_directory;
+  uint32_t max_grants = 256;
 };
 
 struct LogConfig {
@@ -172,6 +176,8 @@ absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& conf
 // The socket the daemon listens on: server.socket, else the default for the
 // running user.
 std::string EffectiveSocketPath(const ServerConfig& config);
+// [server] grants_directory, or "grants" in the socket's directory.
+std::string EffectiveGrantsDirectory(const ServerConfig& config);
 
 }  // namespace neuron::rtd
 

@@ -40,15 +40,23 @@ grpc::Status AdminService::Health(grpc::ServerContext* context, const v1::Health
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::ListDevices(grpc::ServerContext*, const v1::AdminListDevicesRequest*,
+grpc::Status AdminService::ListDevices(grpc::ServerContext* context,
+                                       const v1::AdminListDevicesRequest*,
                                        v1::AdminListDevicesResponse* response) {
+  absl::StatusOr<std::shared_ptr<session::Grant>> grant = GrantOfCaller(context);
+  if (!grant.ok()) return ToGrpc(grant.status());
   DevicesToProto(backend_, memory_, response->mutable_devices());
+  if (*grant != nullptr) KeepGrantedCores(**grant, response->mutable_devices());
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+grpc::Status AdminService::ListSessions(grpc::ServerContext* context,
+                                        const v1::ListSessionsRequest*,
                                         v1::ListSessionsResponse* response) {
+  absl::StatusOr<std::shared_ptr<session::Grant>> grant = GrantOfCaller(context);
+  if (!grant.ok()) return ToGrpc(grant.status());
   for (const std::shared_ptr<session::Session>& session : sessions_.List()) {
+    if (*grant != nullptr && session->owner().grant != (*grant)->id()) continue;
     const session::SessionStats stats = session->stats();
     v1::SessionInfo* info = response->add_sessions();
     info->set_session_id(session->id());
@@ -71,9 +79,13 @@ grpc::Status AdminService::ListSessions(grpc::ServerContext*, const v1::ListSess
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::ListCommunicators(grpc::ServerContext*,
+grpc::Status AdminService::ListCommunicators(grpc::ServerContext* context,
                                              const v1::ListCommunicatorsRequest*,
                                              v1::ListCommunicatorsResponse* response) {
+  if (grpc::Status allowed = RefuseThroughGrant(context, "list the host's communicators");
+      !allowed.ok()) {
+    return allowed;
+  }
   for (const collectives::Communicator::Info& each : communicators_.List()) {
     v1::CommunicatorInfo* info = response->add_communicators();
     info->set_name(each.name);
@@ -92,9 +104,36 @@ absl::StatusOr<PeerCredentials> AdminService::Caller(grpc::ServerContext* contex
   return *caller;
 }
 
+grpc::Status AdminService::RefuseThroughGrant(grpc::ServerContext* context,
+                                              std::string_view action) const {
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return ToGrpc(caller.status());
+  if (caller->grant.empty()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      absl::StrFormat("through grant %s's socket the Admin service is read-only "
+                                      "and limited to the grant: it may not %s",
+                                      caller->grant, action));
+}
+
+absl::StatusOr<std::shared_ptr<session::Grant>> AdminService::GrantOfCaller(
+    grpc::ServerContext* context) const {
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return caller.status();
+  if (caller->grant.empty()) return nullptr;
+  std::shared_ptr<session::Grant> grant = grants_.Find(caller->grant);
+  if (grant == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("grant %s was deleted: its sockets no longer serve", caller->grant));
+  }
+  return grant;
+}
+
 grpc::Status AdminService::KillSession(grpc::ServerContext* context,
                                        const v1::KillSessionRequest* request,
                                        v1::KillSessionResponse*) {
+  if (grpc::Status allowed = RefuseThroughGrant(context, "kill sessions"); !allowed.ok()) {
+    return allowed;
+  }
   absl::StatusOr<PeerCredentials> caller = Caller(context);
   if (!caller.ok()) return ToGrpc(caller.status());
   const std::string reason =
@@ -107,6 +146,10 @@ grpc::Status AdminService::KillSession(grpc::ServerContext* context,
 grpc::Status AdminService::SetSessionWeight(grpc::ServerContext* context,
                                             const v1::SetSessionWeightRequest* request,
                                             v1::SetSessionWeightResponse*) {
+  if (grpc::Status allowed = RefuseThroughGrant(context, "set sessions' weights");
+      !allowed.ok()) {
+    return allowed;
+  }
   absl::StatusOr<PeerCredentials> caller = Caller(context);
   if (!caller.ok()) return ToGrpc(caller.status());
   if (request->weight() < 1 || request->weight() > kMaxShareWeight) {
@@ -123,6 +166,7 @@ grpc::Status AdminService::SetSessionWeight(grpc::ServerContext* context,
 
 grpc::Status AdminService::CheckAdministrator(grpc::ServerContext* context,
                                               std::string_view action) const {
+  if (grpc::Status allowed = RefuseThroughGrant(context, action); !allowed.ok()) return allowed;
   absl::StatusOr<PeerCredentials> caller = Caller(context);
   if (!caller.ok()) return ToGrpc(caller.status());
   if (caller->uid != 0 && caller->uid != ::geteuid()) {

@@ -11,6 +11,7 @@
 #include "daemon/queue/scheduler.h"
 #include "daemon/session/session_manager.h"
 #include "daemon/server/daemon_status.h"
+#include "daemon/server/grant_registry.h"
 #include "daemon/server/peer_credentials.h"
 #include "neuron/rtd/v1/admin.grpc.pb.h"
 
@@ -24,7 +25,7 @@ class AdminService final : public v1::Admin::Service {
                const queue::Scheduler& scheduler, exec::ExecutableCache& executables,
                session::SessionManager& sessions,
                const collectives::CommunicatorRegistry& communicators, const PeerRegistry& peers,
-               DaemonStatus& status, compiler::CompileService* compiler)
+               DaemonStatus& status, GrantRegistry& grants, compiler::CompileService* compiler)
       : backend_(backend),
         memory_(memory),
         scheduler_(scheduler),
@@ -33,6 +34,7 @@ class AdminService final : public v1::Admin::Service {
         communicators_(communicators),
         peers_(peers),
         status_(status),
+        grants_(grants),
         compiler_(compiler) {}
 
   grpc::Status Health(grpc::ServerContext* context, const v1::HealthRequest* request,
@@ -59,6 +61,12 @@ class AdminService final : public v1::Admin::Service {
                             v1::GetCacheInfoResponse* response) override;
   grpc::Status ClearCache(grpc::ServerContext* context, const v1::ClearCacheRequest* request,
                           v1::ClearCacheResponse* response) override;
+  grpc::Status CreateGrant(grpc::ServerContext* context, const v1::CreateGrantRequest* request,
+                           v1::CreateGrantResponse* response) override;
+  grpc::Status DeleteGrant(grpc::ServerContext* context, const v1::DeleteGrantRequest* request,
+                           v1::DeleteGrantResponse* response) override;
+  grpc::Status ListGrants(grpc::ServerContext* context, const v1::ListGrantsRequest* request,
+                          v1::ListGrantsResponse* response) override;
 
  private:
   void FillCoreStats(uint32_t core, const queue::CoreQueue::Stats& stats, uint64_t interval_ns,
@@ -69,6 +77,14 @@ class AdminService final : public v1::Admin::Service {
   // The peer of the call; UNAUTHENTICATED when the daemon cannot tell.
   absl::StatusOr<PeerCredentials> Caller(grpc::ServerContext* context) const;
   grpc::Status CheckAdministrator(grpc::ServerContext* context, std::string_view action) const;
+  // PERMISSION_DENIED, naming `action`, for a peer of a grant's socket.
+  grpc::Status RefuseThroughGrant(grpc::ServerContext* context, std::string_view action) const;
+  // The grant whose socket the caller used; null for the daemon's socket;
+  // PERMISSION_DENIED when that grant was deleted.
+  absl::StatusOr<std::shared_ptr<session::Grant>> GrantOfCaller(
+      grpc::ServerContext* context) const;
+  static void GrantToProto(const GrantRegistry::Listed& listed, uint32_t session_count,
+                           v1::GrantInfo* out);
 
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
@@ -78,6 +94,7 @@ class AdminService final : public v1::Admin::Service {
   const collectives::CommunicatorRegistry& communicators_;
   const PeerRegistry& peers_;
   DaemonStatus& status_;
+  GrantRegistry& grants_;
   // Null when graphs stay interpreted.
   compiler::CompileService* const compiler_;
 };

@@ -7,6 +7,7 @@
 #include "daemon/common/process_usage.h"
 #include "daemon/server/admin_service.h"
 #include "daemon/server/device_proto.h"
+#include "daemon/server/grpc_status.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
 
@@ -38,15 +39,26 @@ void Summarize(const std::array<uint64_t, 64>& buckets, v1::LatencySummary* out)
 
 }  // namespace
 
-grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequest*,
+grpc::Status AdminService::GetStats(grpc::ServerContext* context, const v1::GetStatsRequest*,
                                     v1::GetStatsResponse* response) {
+  // Through a grant's socket: its cores and their devices; of the daemon,
+  // what it is, not what other tenants do.
+  absl::StatusOr<std::shared_ptr<session::Grant>> grant = GrantOfCaller(context);
+  if (!grant.ok()) return ToGrpc(grant.status());
+  auto granted = [&](uint32_t core) { return *grant == nullptr || (*grant)->HasCore(core); };
   const uint64_t interval_ns =
       std::max<uint64_t>(1, absl::ToInt64Nanoseconds(status_.uptime()));
   response->set_interval_ms(interval_ns / 1'000'000);
   for (const auto& [core, stats] : scheduler_.Stats()) {
-    FillCoreStats(core, stats, interval_ns, response->add_cores());
+    if (granted(core)) FillCoreStats(core, stats, interval_ns, response->add_cores());
   }
   for (const hal::Device* device : backend_.devices()) {
+    const hal::DeviceInfo& info = device->info();
+    bool has_granted_core = false;
+    for (uint32_t core = 0; core < info.logical_cores(); ++core) {
+      has_granted_core |= granted(info.first_core_index + core);
+    }
+    if (!has_granted_core) continue;
     const memory::AllocatorStats memory = memory_.stats(device->info().index);
     v1::DeviceStats* out = response->add_devices();
     out->set_device_index(device->info().index);
@@ -55,7 +67,15 @@ grpc::Status AdminService::GetStats(grpc::ServerContext*, const v1::GetStatsRequ
     out->set_hbm_largest_free_bytes(memory.largest_free_bytes);
     out->set_hbm_segments(memory.segments);
   }
-  FillDaemonStats(response->mutable_daemon());
+  if (*grant == nullptr) {
+    FillDaemonStats(response->mutable_daemon());
+  } else {
+    v1::DaemonStats* daemon = response->mutable_daemon();
+    daemon->set_version(NEURON_RTD_VERSION);
+    daemon->set_backend(ToProto(backend_.kind()));
+    daemon->set_state(status_.state());
+    daemon->set_start_time_unix_ms(absl::ToUnixMillis(status_.started()));
+  }
   return grpc::Status::OK;
 }
 
@@ -182,9 +202,14 @@ void AdminService::FillCacheInfo(bool list_executables,
 
 
 
-grpc::Status AdminService::GetCacheInfo(grpc::ServerContext*,
+grpc::Status AdminService::GetCacheInfo(grpc::ServerContext* context,
                                         const v1::GetCacheInfoRequest* request,
                                         v1::GetCacheInfoResponse* response) {
+  // The cache is the host's: its executables' names are other tenants'.
+  if (grpc::Status allowed = RefuseThroughGrant(context, "look at the executable cache");
+      !allowed.ok()) {
+    return allowed;
+  }
   FillCacheInfo(request->list_executables(), response);
   return grpc::Status::OK;
 }

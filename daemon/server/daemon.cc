@@ -192,11 +192,15 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
       sessions_(SessionConfigFrom(config.session, config.scheduler, std::move(weights_by_uid)),
                 *backend_, scheduler_, memory_),
       listener_(std::move(listener)),
+      grants_(GrantRegistryOptions{.directory = EffectiveGrantsDirectory(config.server),
+                                   .max_grants = config.server.max_grants,
+                                   .host_cores = backend_->total_logical_cores()},
+              sys_calls, [this](int fd, const PeerCredentials& peer) { AcceptGrpc(fd, peer); },
+              [this](int fd, const PeerCredentials& peer) { data_plane_->Accept(fd, peer); }),
       admin_service_(*backend_, memory_, scheduler_, executables_, sessions_, communicators_,
-                     peers_, status_,
-                     compiler_.get()),
+                     peers_, status_, grants_, compiler_.get()),
       runtime_service_(*backend_, memory_, executables_, sessions_, communicators_, peers_,
-                       "unix:" + DataPlanePath(listener_->path())) {}
+                       grants_, "unix:" + DataPlanePath(listener_->path())) {}
 
 Daemon::~Daemon() {
   if (server_) Shutdown(absl::ZeroDuration());
@@ -270,18 +274,7 @@ absl::Status Daemon::Start() {
   if (server_ == nullptr) return absl::InternalError("cannot start the gRPC server");
 
   data_plane_->Start();
-  listener_->Start([this](int fd, const PeerCredentials& peer) {
-    if (!peers_.Admit(fd, peer, config_.server.max_connections_per_user)) {
-      spdlog::warn("refused a connection from pid {} uid {}: the user has {} connections, "
-                   "[server] max_connections_per_user",
-                   peer.pid, peer.uid, config_.server.max_connections_per_user);
-      sys_calls_.Close(fd);
-      return;
-    }
-    spdlog::debug("connection from pid {} uid {} gid {} (fd {})", peer.pid, peer.uid, peer.gid,
-                  fd);
-    grpc::AddInsecureChannelFromFd(server_.get(), fd);
-  });
+  listener_->Start([this](int fd, const PeerCredentials& peer) { AcceptGrpc(fd, peer); });
   const hal::Backend& backend = *backend_;
   spdlog::info("neuron-rtd serving {} {} device(s), {} core(s) on unix:{}",
                backend.devices().size(), hal::BackendKindName(backend.kind()),
@@ -289,11 +282,25 @@ absl::Status Daemon::Start() {
   return absl::OkStatus();
 }
 
+void Daemon::AcceptGrpc(int fd, const PeerCredentials& peer) {
+  if (!peers_.Admit(fd, peer, config_.server.max_connections_per_user)) {
+    spdlog::warn("refused a connection from pid {} uid {}: the user has {} connections, "
+                 "[server] max_connections_per_user",
+                 peer.pid, peer.uid, config_.server.max_connections_per_user);
+    sys_calls_.Close(fd);
+    return;
+  }
+  spdlog::debug("connection from pid {} uid {} gid {} (fd {}{}{})", peer.pid, peer.uid, peer.gid,
+                fd, peer.grant.empty() ? "" : ", grant ", peer.grant);
+  grpc::AddInsecureChannelFromFd(server_.get(), fd);
+}
+
 bool Daemon::Idle() { return sessions_.List().empty() && calls_.WaitIdle(absl::ZeroDuration()); }
 
 void Daemon::Shutdown(absl::Duration grace) {
   status_.set_state(v1::SERVING_STATE_STOPPING);
   listener_->Stop();
+  grants_.DeleteAll();
   if (server_) {
     if (!calls_.WaitIdle(grace)) {
       spdlog::warn("calls still in flight after {} ms; cancelling them",

@@ -20,6 +20,7 @@
 #include "daemon/server/admin_service.h"
 #include "daemon/server/call_tracker.h"
 #include "daemon/server/data_plane.h"
+#include "daemon/server/grant_registry.h"
 #include "daemon/server/daemon_status.h"
 #include "daemon/server/peer_credentials.h"
 #include "daemon/server/runtime_service.h"
@@ -56,6 +57,10 @@ class Daemon {
          std::unique_ptr<UnixSocketListener> listener,
          std::map<uint32_t, uint32_t> weights_by_uid);
 
+  // A gRPC connection accepted on the daemon's socket or a grant's: handed
+  // to the server unless its user has too many.
+  void AcceptGrpc(int fd, const PeerCredentials& peer);
+
   const DaemonConfig config_;
   OsSysCalls& sys_calls_;
   DaemonStatus status_;
@@ -75,6 +80,9 @@ class Daemon {
   session::SessionManager sessions_;
   std::unique_ptr<UnixSocketListener> listener_;
   std::unique_ptr<DataPlane> data_plane_;
+  // Its listeners hand connections to server_ and data_plane_: Shutdown
+  // deletes every grant before those stop.
+  GrantRegistry grants_;
   AdminService admin_service_;
   RuntimeService runtime_service_;
   std::unique_ptr<grpc::Server> server_;

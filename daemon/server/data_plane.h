@@ -46,6 +46,10 @@ class DataPlane {
   void Start();
   const std::string& path() const { return listener_->path(); }
 
+  // Serves a connection accepted on the data-plane socket, or on another
+  // one (a grant's, whose id `peer` carries). Any thread.
+  void Accept(int fd, const PeerCredentials& peer);
+
  private:
   DataPlane(std::unique_ptr<UnixSocketListener> listener, PendingLimits limits,
             session::SessionManager& sessions);
@@ -56,7 +60,6 @@ class DataPlane {
     uint64_t session_id = 0;  // 0 until attached
   };
 
-  void Accept(int fd, const PeerCredentials& peer);
   void Loop();
   void HandleReadable(int fd);
   void HandleAttach(int fd, Connection& connection);

@@ -56,4 +56,15 @@ void DevicesToProto(const hal::Backend& backend, const memory::MemoryManager& me
   }
 }
 
+void KeepGrantedCores(const session::Grant& grant,
+                      google::protobuf::RepeatedPtrField<v1::DeviceInfo>* devices) {
+  for (int device = devices->size() - 1; device >= 0; --device) {
+    auto* cores = devices->Mutable(device)->mutable_cores();
+    for (int core = cores->size() - 1; core >= 0; --core) {
+      if (!grant.HasCore(cores->Get(core).index())) cores->DeleteSubrange(core, 1);
+    }
+    if (cores->empty()) devices->DeleteSubrange(device, 1);
+  }
+}
+
 }  // namespace neuron::rtd

@@ -4,6 +4,7 @@
 
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
+#include "daemon/session/grant.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "neuron/rtd/v1/common.pb.h"
 
@@ -14,6 +15,10 @@ v1::BackendKind ToProto(hal::BackendKind kind);
 // Every device of the backend, in index order, with the HBM its sessions hold.
 void DevicesToProto(const hal::Backend& backend, const memory::MemoryManager& memory,
                     google::protobuf::RepeatedPtrField<v1::DeviceInfo>* out);
+
+// What a grant's peer sees: its cores, on the devices that have them.
+void KeepGrantedCores(const session::Grant& grant,
+                      google::protobuf::RepeatedPtrField<v1::DeviceInfo>* devices);
 
 }  // namespace neuron::rtd
 

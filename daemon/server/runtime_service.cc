@@ -25,6 +25,12 @@ static_assert(int{NEURON_RTD_REGION_COMPLETION_PAGE} ==
 namespace neuron::rtd {
 namespace {
 
+// The grant a connection came through was deleted while it stayed open.
+absl::Status GrantGone(const std::string& grant_id) {
+  return absl::PermissionDeniedError(absl::StrFormat(
+      "grant %s was deleted: its sockets no longer serve", grant_id));
+}
+
 // A NEFF executable's tensors, as its backend found them.
 void AddNeffTensors(const exec::Executable& executable,
                     google::protobuf::RepeatedPtrField<v1::NeffTensor>& out) {
@@ -73,9 +79,17 @@ grpc::Status RuntimeService::GetRuntimeInfo(grpc::ServerContext*, const v1::GetR
   return grpc::Status::OK;
 }
 
-grpc::Status RuntimeService::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*,
+grpc::Status RuntimeService::ListDevices(grpc::ServerContext* context,
+                                         const v1::ListDevicesRequest*,
                                          v1::ListDevicesResponse* response) {
+  absl::StatusOr<PeerCredentials> caller = Caller(context);
+  if (!caller.ok()) return ToGrpc(caller.status());
   DevicesToProto(backend_, memory_, response->mutable_devices());
+  if (!caller->grant.empty()) {
+    std::shared_ptr<session::Grant> grant = grants_.Find(caller->grant);
+    if (grant == nullptr) return ToGrpc(GrantGone(caller->grant));
+    KeepGrantedCores(*grant, response->mutable_devices());
+  }
   return grpc::Status::OK;
 }
 
@@ -92,9 +106,14 @@ grpc::Status RuntimeService::OpenSession(grpc::ServerContext* context,
                                         NEURON_RTD_VERSION, NEURON_RTD_ABI_VERSION_MAJOR,
                                         NEURON_RTD_ABI_VERSION_MINOR));
   }
+  std::shared_ptr<session::Grant> grant;
+  if (!caller->grant.empty()) {
+    grant = grants_.Find(caller->grant);
+    if (grant == nullptr) return ToGrpc(GrantGone(caller->grant));
+  }
   absl::StatusOr<session::OpenedSession> opened = sessions_.Open(
       *caller, request->client_name(),
-      std::vector<uint32_t>(request->cores().begin(), request->cores().end()));
+      std::vector<uint32_t>(request->cores().begin(), request->cores().end()), grant);
   if (!opened.ok()) return ToGrpc(opened.status());
   const session::Session& session = *opened->session;
   response->set_session_id(session.id());
@@ -106,7 +125,10 @@ grpc::Status RuntimeService::OpenSession(grpc::ServerContext* context,
   out_limits->set_max_ring_bytes(limits.max_ring_bytes);
   out_limits->set_max_registered_host_bytes(limits.max_host_memory_bytes);
   out_limits->set_segment_alignment_bytes(hal::kHbmPageBytes);
-  response->set_data_plane_address(data_plane_address_);
+  // A grant's client may see its directory at another path (a container's
+  // mount): it is told the socket's name in that directory.
+  response->set_data_plane_address(grant == nullptr ? data_plane_address_
+                                                    : std::string(kGrantSocketName) + ".data");
   response->set_attach_token(opened->attach_token);
   RegionToProto(session.completion_page().id(), v1::SHARED_REGION_KIND_COMPLETION_PAGE,
                 session.completion_page().size(), response->mutable_completion_page());

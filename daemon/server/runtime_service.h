@@ -15,6 +15,7 @@
 #include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
+#include "daemon/server/grant_registry.h"
 #include "daemon/server/peer_credentials.h"
 #include "daemon/session/session_manager.h"
 #include "neuron/rtd/v1/runtime.grpc.pb.h"
@@ -28,13 +29,14 @@ class RuntimeService final : public v1::Runtime::Service {
   RuntimeService(const hal::Backend& backend, const memory::MemoryManager& memory,
                  exec::ExecutableCache& executables, session::SessionManager& sessions,
                  collectives::CommunicatorRegistry& communicators, const PeerRegistry& peers,
-                 std::string data_plane_address)
+                 const GrantRegistry& grants, std::string data_plane_address)
       : backend_(backend),
         memory_(memory),
         executables_(executables),
         sessions_(sessions),
         communicators_(communicators),
         peers_(peers),
+        grants_(grants),
         data_plane_address_(std::move(data_plane_address)) {}
 
   grpc::Status GetRuntimeInfo(grpc::ServerContext* context, const v1::GetRuntimeInfoRequest* request,
@@ -113,6 +115,7 @@ class RuntimeService final : public v1::Runtime::Service {
   session::SessionManager& sessions_;
   collectives::CommunicatorRegistry& communicators_;
   const PeerRegistry& peers_;
+  const GrantRegistry& grants_;
   const std::string data_plane_address_;
 
   absl::Mutex loads_mutex_;

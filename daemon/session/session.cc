@@ -51,7 +51,7 @@ Session::Session(uint64_t id, const PeerCredentials& owner, std::string client_n
                  std::vector<uint32_t> cores, const SessionLimits& limits,
                  std::unique_ptr<memory::SharedRegion> completion_page,
                  std::unique_ptr<memory::SharedRegion> staging, queue::Scheduler& scheduler,
-                 memory::MemoryManager& memory)
+                 memory::MemoryManager& memory, std::shared_ptr<Grant> grant)
     : id_(id),
       owner_(owner),
       client_name_(std::move(client_name)),
@@ -62,6 +62,7 @@ Session::Session(uint64_t id, const PeerCredentials& owner, std::string client_n
       staging_(std::move(staging)),
       scheduler_(scheduler),
       memory_(memory),
+      grant_(std::move(grant)),
       share_weight_(std::max<uint32_t>(1, limits.share_weight)),
       recent_device_time_(static_cast<double>(absl::ToInt64Nanoseconds(kShareWindow))) {
   neuron_rtd_completion_page_header* header = PageHeader(*completion_page_);
@@ -181,6 +182,12 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
   if (!device.ok()) return device.status();
   if (absl::Status status = memory_caps_.Reserve(core, size); !status.ok()) return status;
   absl::Cleanup uncap = [&] { memory_caps_.Release(core, size); };
+  if (grant_ != nullptr) {
+    if (absl::Status status = grant_->ReserveHbm(size); !status.ok()) return status;
+  }
+  absl::Cleanup unquota = [&] {
+    if (grant_ != nullptr) grant_->ReleaseHbm(size);
+  };
   if (limits_.max_hbm_bytes != 0) {
     // Reserved before allocating, so that concurrent allocations cannot
     // together exceed the quota.
@@ -209,7 +216,11 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
   }
   std::move(unreserve).Cancel();
   std::move(uncap).Cancel();
-  if (closed()) segments_.TakeAll();
+  std::move(unquota).Cancel();
+  if (closed()) {
+    segments_.TakeAll();
+    ReleaseGrantHbm();
+  }
   return segment;
 }
 
@@ -220,6 +231,7 @@ absl::Status Session::FreeSegment(uint64_t segment_id) {
   absl::MutexLock lock(&mutex_);
   if (auto it = segment_cores_.find(segment_id); it != segment_cores_.end()) {
     memory_caps_.Release(it->second.first, it->second.second);
+    if (grant_ != nullptr) grant_->ReleaseHbm(it->second.second);
     segment_cores_.erase(it);
   }
   return absl::OkStatus();
@@ -418,6 +430,7 @@ bool Session::Close(int32_t nrt_status, const std::string& reason) {
     if (queue.ok()) (*queue)->Detach(*stream);
   }
   segments_.TakeAll();
+  ReleaseGrantHbm();
   std::map<uint64_t, exec::ExecutableHold> executables;
   {
     absl::MutexLock lock(&executables_mutex_);
@@ -439,6 +452,14 @@ bool Session::Close(int32_t nrt_status, const std::string& reason) {
   scheduler_.WakeWaiting();
   spdlog::info("session {} (pid {}, {}) closed: {}", id_, owner_.pid, client_name_, reason);
   return true;
+}
+
+void Session::ReleaseGrantHbm() {
+  absl::MutexLock lock(&mutex_);
+  for (const auto& [segment, core_and_bytes] : segment_cores_) {
+    if (grant_ != nullptr) grant_->ReleaseHbm(core_and_bytes.second);
+  }
+  segment_cores_.clear();
 }
 
 absl::StatusOr<queue::DeviceSpan> Session::ResolveDevice(uint64_t address, uint64_t length) {

@@ -24,6 +24,7 @@
 #include "daemon/queue/execution_context.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/queue/stream.h"
+#include "daemon/session/grant.h"
 #include "daemon/session/memory_caps.h"
 #include "daemon/session/profile_buffer.h"
 #include "daemon/memory/shared_region.h"
@@ -76,13 +77,18 @@ struct SessionStats {
 class Session final : public queue::ExecutionContext,
                       public std::enable_shared_from_this<Session> {
  public:
+  // `grant`: the grant it was opened through (its HBM is charged to it), or
+  // null.
   Session(uint64_t id, const PeerCredentials& owner, std::string client_name,
           std::vector<uint32_t> cores, const SessionLimits& limits,
           std::unique_ptr<memory::SharedRegion> completion_page, std::unique_ptr<memory::SharedRegion> staging,
-          queue::Scheduler& scheduler, memory::MemoryManager& memory);
+          queue::Scheduler& scheduler, memory::MemoryManager& memory,
+          std::shared_ptr<Grant> grant = nullptr);
   ~Session() override;
 
   uint64_t id() const { return id_; }
+  // The grant it was opened through, or null.
+  const std::shared_ptr<Grant>& grant() const { return grant_; }
   const PeerCredentials& owner() const { return owner_; }
   const std::string& client_name() const { return client_name_; }
   const std::vector<uint32_t>& cores() const { return cores_; }
@@ -164,6 +170,9 @@ class Session final : public queue::ExecutionContext,
   ProfileBuffer& profile() { return profile_; }
 
  private:
+  // A closed session holds nothing: its segments leave the grant's quota.
+  void ReleaseGrantHbm();
+
   absl::Status CheckOpen() const;
   absl::Status CheckCore(uint32_t core) const;
   absl::Status SendRegion(const memory::SharedRegion& region, int extra_fd);
@@ -178,6 +187,7 @@ class Session final : public queue::ExecutionContext,
   const std::shared_ptr<memory::SharedRegion> staging_;
   queue::Scheduler& scheduler_;
   memory::MemoryManager& memory_;
+  const std::shared_ptr<Grant> grant_;
 
   memory::SegmentTable segments_;
   MemoryCaps memory_caps_{id_};
@@ -206,7 +216,8 @@ class Session final : public queue::ExecutionContext,
   uint64_t host_memory_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   // HBM admitted against the quota and not yet in segments_.
   uint64_t hbm_reserved_ ABSL_GUARDED_BY(mutex_) = 0;
-  // The core and size each segment counts against in memory_caps_.
+  // The core and size each segment counts against in memory_caps_ (and in
+  // the grant's quota).
   std::map<uint64_t, std::pair<uint32_t, uint64_t>> segment_cores_ ABSL_GUARDED_BY(mutex_);
   std::deque<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
   // Apart from mutex_ (a stream may be let go while it is held). At most

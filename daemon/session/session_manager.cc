@@ -7,6 +7,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "neuron/rtd/abi/data_plane.h"
 
 namespace neuron::rtd::session {
@@ -46,6 +47,7 @@ std::string_view SessionEndName(SessionEnd reason) {
     case SessionEnd::kAttachTimeout: return "attach_timeout";
     case SessionEnd::kAttachFailed: return "attach_failed";
     case SessionEnd::kDaemonStopping: return "daemon_stopping";
+    case SessionEnd::kGrantRevoked: return "grant_revoked";
   }
   return "unknown";
 }
@@ -68,16 +70,29 @@ SessionManager::~SessionManager() {
 
 absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
                                                    std::string client_name,
-                                                   std::vector<uint32_t> cores) {
+                                                   std::vector<uint32_t> cores,
+                                                   std::shared_ptr<Grant> grant) {
   const uint32_t host_cores = backend_.total_logical_cores();
   if (cores.empty()) {
-    for (uint32_t core = 0; core < host_cores; ++core) cores.push_back(core);
+    if (grant != nullptr) {
+      cores = grant->cores();
+    } else {
+      for (uint32_t core = 0; core < host_cores; ++core) cores.push_back(core);
+    }
   }
   std::sort(cores.begin(), cores.end());
   cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
   if (cores.back() >= host_cores) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "core %d does not exist: this host has cores 0-%d", cores.back(), host_cores - 1));
+  }
+  if (grant != nullptr) {
+    for (uint32_t core : cores) {
+      if (grant->HasCore(core)) continue;
+      return absl::PermissionDeniedError(absl::StrFormat(
+          "core %d is not granted: the sessions of grant %s may use cores %s", core, grant->id(),
+          absl::StrJoin(grant->cores(), ",")));
+    }
   }
   constexpr size_t kMaxClientName = 256;
   if (client_name.size() > kMaxClientName) client_name.resize(kMaxClientName);
@@ -136,8 +151,14 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
   }
   auto session = std::make_shared<Session>(id, peer, std::move(client_name), std::move(cores),
                                            limits, *std::move(page), *std::move(staging),
-                                           scheduler_, memory_);
+                                           scheduler_, memory_, std::move(grant));
   absl::MutexLock lock(&mutex_);
+  // A grant deleted while this session was being made: its deleter's sweep
+  // of the grant's sessions may have run before the insert below.
+  if (session->grant() != nullptr && session->grant()->revoked()) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("grant %s was deleted", session->grant()->id()));
+  }
   sessions_.emplace(id, Entry{.session = session, .token = *token});
   ++opened_;
   return OpenedSession{.session = std::move(session), .attach_token = *std::move(token)};
@@ -280,6 +301,18 @@ std::vector<uint64_t> SessionManager::CloseSessionsOnDevice(uint32_t device_inde
   std::vector<uint64_t> ids;
   for (const std::shared_ptr<Session>& session : affected) {
     End(*session, SessionEnd::kDeviceReset, nrt_status, reason);
+    Take(session->id());
+    ids.push_back(session->id());
+  }
+  return ids;
+}
+
+std::vector<uint64_t> SessionManager::CloseSessionsOfGrant(const std::string& grant_id,
+                                                           const std::string& reason) {
+  std::vector<uint64_t> ids;
+  for (const std::shared_ptr<Session>& session : List()) {
+    if (session->grant() == nullptr || session->grant()->id() != grant_id) continue;
+    End(*session, SessionEnd::kGrantRevoked, NEURON_RTD_STATUS_CLOSED, reason);
     Take(session->id());
     ids.push_back(session->id());
   }

@@ -51,8 +51,9 @@ enum class SessionEnd : uint8_t {
   kAttachTimeout,   // its client never attached the data plane
   kAttachFailed,    // attaching the data plane failed
   kDaemonStopping,
+  kGrantRevoked,    // the grant it was opened through was deleted
 };
-inline constexpr size_t kSessionEndReasons = 7;
+inline constexpr size_t kSessionEndReasons = 8;
 std::string_view SessionEndName(SessionEnd reason);
 
 // Sessions since the manager started.
@@ -73,10 +74,12 @@ class SessionManager {
   SessionManager& operator=(const SessionManager&) = delete;
   ~SessionManager();
 
-  // `cores` empty: every core of the host. INVALID_ARGUMENT for a core the
-  // host does not have.
+  // `cores` empty: every core of the host, or of `grant`. INVALID_ARGUMENT
+  // for a core the host does not have; PERMISSION_DENIED for one `grant`
+  // (the grant whose socket `peer` called, or null) does not have.
   absl::StatusOr<OpenedSession> Open(const PeerCredentials& peer, std::string client_name,
-                                     std::vector<uint32_t> cores);
+                                     std::vector<uint32_t> cores,
+                                     std::shared_ptr<Grant> grant = nullptr);
 
   // Binds a data-plane connection to the session its token names and hands
   // the session `fd`. PERMISSION_DENIED for a wrong token or another user.
@@ -107,6 +110,9 @@ class SessionManager {
   // NRT_HW_ERROR-style `nrt_status`; returns their ids.
   std::vector<uint64_t> CloseSessionsOnDevice(uint32_t device_index, int32_t nrt_status,
                                               const std::string& reason);
+  // Ends every session opened through grant `grant_id`; returns their ids.
+  std::vector<uint64_t> CloseSessionsOfGrant(const std::string& grant_id,
+                                             const std::string& reason);
 
  private:
   std::shared_ptr<Session> Take(uint64_t session_id);

@@ -94,6 +94,8 @@ class Harness {
     // flat (1 GiB, the default, is what the cache grew to in a long run).
     config.executables.max_cache_bytes = 64ull << 20;
     config.executables.max_bytes_per_user = 32ull << 20;
+    // Each grant holds two listeners and their threads.
+    config.server.max_grants = 8;
     auto daemon = neuron::rtd::Daemon::Create(config, neuron::rtd::DefaultOsSysCalls());
     Check(daemon.ok(), "creating the daemon");
     daemon_ = *std::move(daemon);
@@ -134,6 +136,9 @@ class Harness {
         Unary("SetProfiling", runtime_.get(), &v1::Runtime::Stub::SetProfiling),
         Unary("DrainProfile", runtime_.get(), &v1::Runtime::Stub::DrainProfile),
         Unary("SetMemoryCap", runtime_.get(), &v1::Runtime::Stub::SetMemoryCap),
+        Unary("CreateGrant", admin_.get(), &v1::Admin::Stub::CreateGrant),
+        Unary("DeleteGrant", admin_.get(), &v1::Admin::Stub::DeleteGrant),
+        Unary("ListGrants", admin_.get(), &v1::Admin::Stub::ListGrants),
     };
   }
 

@@ -59,6 +59,19 @@ class Client {
   // compiled graphs on disk (root or the daemon's user).
   virtual absl::StatusOr<ClearedCache> ClearCache(bool include_disk = false) const = 0;
   virtual absl::StatusOr<std::vector<CommunicatorInfo>> ListCommunicators() const = 0;
+
+  // Grants (root or the daemon's user, on the daemon's own socket).
+  // Creating is idempotent for the same id, cores and quota; `created` says
+  // whether it was made now.
+  virtual absl::StatusOr<GrantInfo> CreateGrant(const std::string& grant_id,
+                                                const std::vector<uint32_t>& cores,
+                                                uint64_t hbm_quota_bytes, const std::string& label,
+                                                bool* created = nullptr) const = 0;
+  // Ends the sessions opened through it; returns their ids.
+  virtual absl::StatusOr<std::vector<uint64_t>> DeleteGrant(const std::string& grant_id,
+                                                            const std::string& reason) const = 0;
+  // Through a grant's socket: that grant only.
+  virtual absl::StatusOr<std::vector<GrantInfo>> ListGrants() const = 0;
 };
 
 }  // namespace neuronrt

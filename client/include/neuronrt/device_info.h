@@ -151,6 +151,21 @@ struct CommunicatorInfo {
   std::string aborted;
 };
 
+// A grant: cores and an HBM quota served on a socket directory of their own
+// (`neuronctl grant`; the Kubernetes device plugin).
+struct GrantInfo {
+  std::string grant_id;
+  std::vector<uint32_t> cores;
+  // 0: no quota.
+  uint64_t hbm_quota_bytes = 0;
+  uint64_t hbm_used_bytes = 0;
+  std::string label;
+  // Holds neuron-rtd.sock and neuron-rtd.sock.data: what a container mounts.
+  std::string directory;
+  uint32_t session_count = 0;
+  uint64_t created_at_unix_ms = 0;
+};
+
 struct RuntimeInfo {
   std::string daemon_version;
   uint32_t abi_version_major = 0;

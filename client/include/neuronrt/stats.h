@@ -82,7 +82,7 @@ struct DaemonStats {
   uint64_t sessions_opened = 0;
   uint64_t sessions_live = 0;
   // By reason: "closed", "client_died", "killed", "device_reset",
-  // "attach_timeout", "attach_failed", "daemon_stopping".
+  // "attach_timeout", "attach_failed", "daemon_stopping", "grant_revoked".
   std::map<std::string, uint64_t> sessions_ended;
   CacheInfo executables;
   uint64_t communicators_live = 0;

@@ -21,6 +21,16 @@ namespace neuronrt::internal {
 
 MappedRegion::~MappedRegion() { ::munmap(data_, size_); }
 
+std::string ResolveDataPlaneAddress(const std::string& answered,
+                                    const std::string& grpc_socket_path) {
+  if (answered.starts_with(neuron::rtd::kUnixAddressScheme) ||
+      answered.find('/') != std::string::npos) {
+    return answered;
+  }
+  return std::string(neuron::rtd::kUnixAddressScheme) +
+         grpc_socket_path.substr(0, grpc_socket_path.rfind('/') + 1) + answered;
+}
+
 absl::StatusOr<std::unique_ptr<DataPlaneConnection>> DataPlaneConnection::Attach(
     const std::string& address, uint64_t session_id, const std::string& token) {
   const std::string_view scheme = neuron::rtd::kUnixAddressScheme;

@@ -40,6 +40,12 @@ struct ReceivedRegion {
   int extra_fd = -1;  // a command ring's doorbell; owned by the receiver
 };
 
+// The data-plane address OpenSession answered, as a "unix:PATH" to connect
+// to: a bare file name is a socket beside `grpc_socket_path`, the socket the
+// client called (a grant's directory, mounted where the daemon cannot know).
+std::string ResolveDataPlaneAddress(const std::string& answered,
+                                    const std::string& grpc_socket_path);
+
 // Thread-safety: every method may be called from any thread.
 class DataPlaneConnection {
  public:

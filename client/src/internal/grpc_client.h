@@ -86,6 +86,40 @@ class GrpcClient final : public Client {
     return FromProto(*response);
   }
 
+  absl::StatusOr<GrantInfo> CreateGrant(const std::string& grant_id,
+                                        const std::vector<uint32_t>& cores,
+                                        uint64_t hbm_quota_bytes, const std::string& label,
+                                        bool* created) const override {
+    v1::CreateGrantRequest request;
+    request.set_grant_id(grant_id);
+    for (uint32_t core : cores) request.add_cores(core);
+    request.set_hbm_quota_bytes(hbm_quota_bytes);
+    request.set_label(label);
+    auto response = Call(&v1::Admin::Stub::CreateGrant, request, "CreateGrant");
+    if (!response.ok()) return response.status();
+    if (created != nullptr) *created = response->created();
+    return FromProto(response->grant());
+  }
+
+  absl::StatusOr<std::vector<uint64_t>> DeleteGrant(const std::string& grant_id,
+                                                    const std::string& reason) const override {
+    v1::DeleteGrantRequest request;
+    request.set_grant_id(grant_id);
+    request.set_reason(reason);
+    auto response = Call(&v1::Admin::Stub::DeleteGrant, request, "DeleteGrant");
+    if (!response.ok()) return response.status();
+    return std::vector<uint64_t>(response->ended_sessions().begin(),
+                                 response->ended_sessions().end());
+  }
+
+  absl::StatusOr<std::vector<GrantInfo>> ListGrants() const override {
+    auto response = Call(&v1::Admin::Stub::ListGrants, v1::ListGrantsRequest(), "ListGrants");
+    if (!response.ok()) return response.status();
+    std::vector<GrantInfo> grants;
+    for (const v1::GrantInfo& grant : response->grants()) grants.push_back(FromProto(grant));
+    return grants;
+  }
+
   absl::StatusOr<std::vector<uint64_t>> ResetDevice(uint32_t device_index) const override {
     v1::ResetDeviceRequest request;
     request.set_device_index(device_index);

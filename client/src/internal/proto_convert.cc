@@ -214,6 +214,17 @@ Stats FromProto(const v1::GetStatsResponse& response) {
   return stats;
 }
 
+GrantInfo FromProto(const v1::GrantInfo& grant) {
+  return GrantInfo{.grant_id = grant.grant_id(),
+                   .cores = {grant.cores().begin(), grant.cores().end()},
+                   .hbm_quota_bytes = grant.hbm_quota_bytes(),
+                   .hbm_used_bytes = grant.hbm_used_bytes(),
+                   .label = grant.label(),
+                   .directory = grant.directory(),
+                   .session_count = grant.session_count(),
+                   .created_at_unix_ms = grant.created_at_unix_ms()};
+}
+
 absl::Status FromGrpc(const grpc::Status& status, const DaemonAddress& address,
                       std::string_view call) {
   if (status.ok()) return absl::OkStatus();

@@ -19,6 +19,7 @@ RuntimeInfo FromProto(const neuron::rtd::v1::GetRuntimeInfoResponse& info);
 SessionInfo FromProto(const neuron::rtd::v1::SessionInfo& session);
 CoreStats FromProto(const neuron::rtd::v1::CoreStats& core);
 Stats FromProto(const neuron::rtd::v1::GetStatsResponse& response);
+GrantInfo FromProto(const neuron::rtd::v1::GrantInfo& grant);
 CacheInfo FromProto(const neuron::rtd::v1::GetCacheInfoResponse& cache);
 // "serving", "draining", "stopping".
 std::string StateName(neuron::rtd::v1::ServingState state);

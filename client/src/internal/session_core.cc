@@ -74,7 +74,9 @@ absl::StatusOr<std::shared_ptr<SessionCore>> SessionCore::Open(const SessionOpti
   core->cores_.assign(response.cores().begin(), response.cores().end());
 
   absl::StatusOr<std::unique_ptr<DataPlaneConnection>> data_plane = DataPlaneConnection::Attach(
-      response.data_plane_address(), response.session_id(), response.attach_token());
+      ResolveDataPlaneAddress(response.data_plane_address(),
+                              core->client_->address().socket_path),
+      response.session_id(), response.attach_token());
   if (!data_plane.ok()) return data_plane.status();
   core->data_plane_ = *std::move(data_plane);
   absl::StatusOr<ReceivedRegion> page = core->data_plane_->Receive(

@@ -73,7 +73,9 @@ absl::StatusOr<std::unique_ptr<RawSession>> RawSession::Open(const std::string& 
   if (!status.ok()) return absl::UnknownError(status.error_message());
   session->id_ = response.session_id();
   auto data_plane = neuronrt::internal::DataPlaneConnection::Attach(
-      response.data_plane_address(), response.session_id(), response.attach_token());
+      neuronrt::internal::ResolveDataPlaneAddress(response.data_plane_address(),
+                                                  address.substr(address.find(':') + 1)),
+      response.session_id(), response.attach_token());
   if (!data_plane.ok()) return data_plane.status();
   session->data_plane_ = *std::move(data_plane);
   auto page = session->data_plane_->Receive(response.completion_page().region_id(),
