@@ -1,0 +1,156 @@
+#include "client/device_plugin/allocation.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace neuron_device_plugin {
+namespace {
+
+constexpr std::string_view kDeviceIdPrefix = "nc-";
+constexpr size_t kMaxGrantIdBytes = 63;
+
+// Runs of consecutive cores: {first, last}.
+std::vector<std::pair<uint32_t, uint32_t>> Runs(const std::vector<uint32_t>& cores) {
+  std::vector<std::pair<uint32_t, uint32_t>> runs;
+  for (uint32_t core : cores) {
+    if (!runs.empty() && runs.back().second + 1 == core) {
+      runs.back().second = core;
+    } else {
+      runs.emplace_back(core, core);
+    }
+  }
+  return runs;
+}
+
+std::string RunsText(const std::vector<uint32_t>& cores, std::string_view separator) {
+  std::vector<std::string> parts;
+  for (const auto& [first, last] : Runs(cores)) {
+    parts.push_back(first == last ? absl::StrFormat("%d", first)
+                                  : absl::StrFormat("%d-%d", first, last));
+  }
+  return absl::StrJoin(parts, absl::string_view(separator.data(), separator.size()));
+}
+
+// The cores of `device` in `pool`, in order.
+std::vector<uint32_t> OnDevice(const neuronrt::DeviceInfo& device, const std::set<uint32_t>& pool) {
+  std::vector<uint32_t> cores;
+  for (uint32_t core : device.cores) {
+    if (pool.contains(core)) cores.push_back(core);
+  }
+  return cores;
+}
+
+// `count` of `cores` (sorted), a contiguous run if there is one (the
+// lowest), else the lowest cores.
+std::vector<uint32_t> Pick(const std::vector<uint32_t>& cores, size_t count) {
+  for (size_t start = 0; start + count <= cores.size(); ++start) {
+    if (cores[start + count - 1] - cores[start] == count - 1) {
+      return {cores.begin() + start, cores.begin() + start + count};
+    }
+  }
+  return {cores.begin(), cores.begin() + std::min(count, cores.size())};
+}
+
+}  // namespace
+
+std::string CoreDeviceId(uint32_t core) { return absl::StrFormat("nc-%d", core); }
+
+absl::StatusOr<uint32_t> CoreOfDeviceId(std::string_view id) {
+  uint32_t core = 0;
+  if (!id.starts_with(kDeviceIdPrefix) ||
+      !absl::SimpleAtoi(absl::string_view(id.data() + kDeviceIdPrefix.size(),
+                                          id.size() - kDeviceIdPrefix.size()),
+                        &core) ||
+      CoreDeviceId(core) != id) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "device ID \"%s\" is not one of neuron-rtd-device-plugin's (nc-<core>)",
+        std::string(id.substr(0, 64))));
+  }
+  return core;
+}
+
+absl::StatusOr<std::vector<uint32_t>> CoresOfDeviceIds(const std::vector<std::string>& ids) {
+  std::vector<uint32_t> cores;
+  for (const std::string& id : ids) {
+    absl::StatusOr<uint32_t> core = CoreOfDeviceId(id);
+    if (!core.ok()) return core.status();
+    cores.push_back(*core);
+  }
+  std::sort(cores.begin(), cores.end());
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  return cores;
+}
+
+std::string CoreRanges(const std::vector<uint32_t>& cores) { return RunsText(cores, ","); }
+
+std::string GrantIdFor(const std::vector<uint32_t>& cores) {
+  std::string id = std::string(kGrantIdPrefix) + RunsText(cores, ".");
+  if (id.size() <= kMaxGrantIdBytes) return id;
+  const uint64_t hash = XXH64(cores.data(), cores.size() * sizeof(uint32_t), 0);
+  return absl::StrFormat("%s-h%016x", kGrantIdPrefix, hash);
+}
+
+std::vector<uint32_t> PreferredCores(const std::vector<neuronrt::DeviceInfo>& devices,
+                                     std::vector<uint32_t> available,
+                                     std::vector<uint32_t> must_include, size_t size) {
+  std::set<uint32_t> chosen(must_include.begin(), must_include.end());
+  std::set<uint32_t> pool(available.begin(), available.end());
+  for (uint32_t core : chosen) pool.erase(core);
+  while (chosen.size() < size && !pool.empty()) {
+    const size_t needed = size - chosen.size();
+    // The device to take from: one that already has chosen cores, then the
+    // tightest that holds all that is needed, then the one with the most.
+    const neuronrt::DeviceInfo* best = nullptr;
+    auto rank = [&](const neuronrt::DeviceInfo& device) {
+      const size_t free = OnDevice(device, pool).size();
+      const bool has_chosen = std::any_of(device.cores.begin(), device.cores.end(),
+                                          [&](uint32_t core) { return chosen.contains(core); });
+      const bool fits = free >= needed;
+      // Lower is better.
+      return std::make_tuple(!has_chosen, !fits, fits ? free : ~free);
+    };
+    for (const neuronrt::DeviceInfo& device : devices) {
+      if (OnDevice(device, pool).empty()) continue;
+      if (best == nullptr || rank(device) < rank(*best)) best = &device;
+    }
+    if (best == nullptr) break;  // cores no device lists
+    for (uint32_t core : Pick(OnDevice(*best, pool), needed)) {
+      chosen.insert(core);
+      pool.erase(core);
+    }
+  }
+  // Cores no device lists, last.
+  for (auto it = pool.begin(); chosen.size() < size && it != pool.end(); ++it) chosen.insert(*it);
+  return {chosen.begin(), chosen.end()};
+}
+
+uint64_t HbmQuotaFor(const std::vector<neuronrt::DeviceInfo>& devices,
+                     const std::vector<uint32_t>& cores) {
+  uint64_t quota = 0;
+  for (const neuronrt::DeviceInfo& device : devices) {
+    if (device.cores.empty()) continue;
+    const uint64_t share = device.hbm_total_bytes / device.cores.size();
+    for (uint32_t core : device.cores) {
+      if (std::binary_search(cores.begin(), cores.end(), core)) quota += share;
+    }
+  }
+  return quota;
+}
+
+ContainerGrant ContainerGrantFor(const neuronrt::GrantInfo& grant,
+                                 const std::string& container_path) {
+  return ContainerGrant{
+      .envs = {{"NEURON_RTD_ADDRESS", "unix:" + container_path + "/neuron-rtd.sock"},
+               {"NEURON_RT_VISIBLE_CORES", CoreRanges(grant.cores)},
+               {"NEURON_RTD_GRANT", grant.grant_id}},
+      .host_path = grant.directory,
+      .container_path = container_path};
+}
+
+}  // namespace neuron_device_plugin
