@@ -1,0 +1,299 @@
+// neuron-rtd-device-plugin against a fake kubelet: a GoogleTest fixture that
+// serves the kubelet's Registration and PodResourcesLister APIs in a
+// temporary directory and drives the plugin the way the kubelet does:
+// registration, ListAndWatch, preferred allocation, Allocate and
+// PreStartContainer (grants in the daemon), the grants of pods that are gone
+// deleted, re-registration after a kubelet restart, health across a daemon
+// restart.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "e2e/data_plane_fixture.h"
+#include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
+#include "k8s/podresources/v1/api.grpc.pb.h"
+#include "neuronrt/client.h"
+#include "neuronrt/session.h"
+#include "testing/subprocess.h"
+
+namespace neuron {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kResource[] = "aws.amazon.com/neuroncore";
+constexpr char kEndpoint[] = "neuron-rtd-neuroncore.sock";
+
+class FakeKubelet final : public v1beta1::Registration::Service,
+                          public v1::PodResourcesLister::Service {
+ public:
+  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* request,
+                        v1beta1::Empty*) override {
+    absl::MutexLock lock(&mutex_);
+    registrations_.push_back(*request);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
+                    v1::ListPodResourcesResponse* response) override {
+    absl::MutexLock lock(&mutex_);
+    *response = pods_;
+    return grpc::Status::OK;
+  }
+
+  // Waits until `count` registrations arrived; the last one.
+  v1beta1::RegisterRequest AwaitRegistration(size_t count) {
+    absl::MutexLock lock(&mutex_);
+    auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+      return registrations_.size() >= count;
+    };
+    EXPECT_TRUE(mutex_.AwaitWithTimeout(absl::Condition(&arrived), absl::Seconds(30)))
+        << registrations_.size() << " registration(s)";
+    return registrations_.empty() ? v1beta1::RegisterRequest() : registrations_.back();
+  }
+
+  // The pod of `namespace/name` holds these devices of our resource.
+  void SetPods(const std::vector<std::vector<std::string>>& device_sets) {
+    absl::MutexLock lock(&mutex_);
+    pods_.Clear();
+    int index = 0;
+    for (const std::vector<std::string>& ids : device_sets) {
+      v1::PodResources* pod = pods_.add_pod_resources();
+      pod->set_name("pod-" + std::to_string(index++));
+      pod->set_namespace_("default");
+      v1::ContainerDevices* devices = pod->add_containers()->add_devices();
+      devices->set_resource_name(kResource);
+      for (const std::string& id : ids) devices->add_device_ids(id);
+    }
+  }
+
+ private:
+  absl::Mutex mutex_;
+  std::vector<v1beta1::RegisterRequest> registrations_ ABSL_GUARDED_BY(mutex_);
+  v1::ListPodResourcesResponse pods_ ABSL_GUARDED_BY(mutex_);
+};
+
+class DevicePluginTest : public DataPlaneTest {
+ protected:
+  void SetUp() override {
+    DataPlaneTest::SetUp();
+    kubelet_dir_ = dir_.Join("device-plugins");
+    ASSERT_EQ(::mkdir(kubelet_dir_.c_str(), 0750), 0);
+    pod_resources_ = dir_.Join("pod-resources.sock");
+    StartKubelet();
+    grpc::ServerBuilder pods;
+    pods.AddListeningPort("unix:" + pod_resources_, grpc::InsecureServerCredentials());
+    pods.RegisterService(static_cast<v1::PodResourcesLister::Service*>(&kubelet_));
+    pod_server_ = pods.BuildAndStart();
+    ASSERT_NE(pod_server_, nullptr);
+    auto plugin = testing::Subprocess::Spawn(
+        {NEURON_RTD_DEVICE_PLUGIN_BINARY, "--address", address(), "--kubelet-dir", kubelet_dir_,
+         "--pod-resources-socket", pod_resources_, "--poll-interval-ms", "50",
+         "--gc-grace-ms", "0"});
+    ASSERT_TRUE(plugin.ok()) << plugin.status();
+    plugin_ = *std::move(plugin);
+  }
+
+  void TearDown() override {
+    if (plugin_ != nullptr) {
+      plugin_->Signal(SIGTERM);
+      absl::StatusOr<int> exited = plugin_->Wait();
+      EXPECT_TRUE(exited.ok() && *exited == 0) << plugin_->Stderr();
+    }
+    if (kubelet_server_ != nullptr) kubelet_server_->Shutdown();
+    if (pod_server_ != nullptr) pod_server_->Shutdown();
+  }
+
+  // The kubelet (re)starting: it deletes every socket of the directory.
+  void StartKubelet() {
+    if (kubelet_server_ != nullptr) kubelet_server_->Shutdown();
+    ::unlink((kubelet_dir_ + "/" + kEndpoint).c_str());
+    ::unlink((kubelet_dir_ + "/kubelet.sock").c_str());
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix:" + kubelet_dir_ + "/kubelet.sock",
+                             grpc::InsecureServerCredentials());
+    builder.RegisterService(static_cast<v1beta1::Registration::Service*>(&kubelet_));
+    kubelet_server_ = builder.BuildAndStart();
+    ASSERT_NE(kubelet_server_, nullptr);
+  }
+
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> Plugin() {
+    return v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+        "unix:" + kubelet_dir_ + "/" + kEndpoint, grpc::InsecureChannelCredentials()));
+  }
+
+  std::vector<std::string> GrantIds() {
+    std::vector<std::string> ids;
+    auto grants = Admin()->ListGrants();
+    EXPECT_TRUE(grants.ok()) << grants.status();
+    if (grants.ok()) {
+      for (const neuronrt::GrantInfo& grant : *grants) ids.push_back(grant.grant_id);
+    }
+    return ids;
+  }
+
+  // Polls the daemon until its grants are `expected`; the plugin acts on
+  // its own schedule, the condition ends the wait.
+  bool AwaitGrants(const std::vector<std::string>& expected) {
+    for (const absl::Time until = absl::Now() + absl::Seconds(30); absl::Now() < until;) {
+      if (GrantIds() == expected) return true;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return false;
+  }
+
+  // One container holding `ids`.
+  v1beta1::AllocateResponse Allocate(const std::vector<std::string>& ids) {
+    v1beta1::AllocateRequest request;
+    v1beta1::ContainerAllocateRequest* container = request.add_container_requests();
+    for (const std::string& id : ids) container->add_devices_ids(id);
+    grpc::ClientContext context;
+    v1beta1::AllocateResponse response;
+    const grpc::Status status = Plugin()->Allocate(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
+  std::string kubelet_dir_;
+  std::string pod_resources_;
+  FakeKubelet kubelet_;
+  std::unique_ptr<grpc::Server> kubelet_server_;
+  std::unique_ptr<grpc::Server> pod_server_;
+  std::unique_ptr<testing::Subprocess> plugin_;
+};
+
+TEST_F(DevicePluginTest, RegistersListsAllocatesAsGrantsAndReleasesThemWhenThePodIsGone) {
+  const v1beta1::RegisterRequest registered = kubelet_.AwaitRegistration(1);
+  EXPECT_EQ(registered.version(), "v1beta1");
+  EXPECT_EQ(registered.endpoint(), kEndpoint);
+  EXPECT_EQ(registered.resource_name(), kResource);
+  EXPECT_TRUE(registered.options().pre_start_required());
+  EXPECT_TRUE(registered.options().get_preferred_allocation_available());
+
+  {
+    grpc::ClientContext context;
+    v1beta1::DevicePluginOptions options;
+    ASSERT_TRUE(Plugin()->GetDevicePluginOptions(&context, v1beta1::Empty(), &options).ok());
+    EXPECT_TRUE(options.pre_start_required());
+  }
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    auto stream = Plugin()->ListAndWatch(&context, v1beta1::Empty());
+    v1beta1::ListAndWatchResponse devices;
+    ASSERT_TRUE(stream->Read(&devices));
+    ASSERT_EQ(devices.devices_size(), 2);
+    EXPECT_EQ(devices.devices(0).id(), "nc-0");
+    EXPECT_EQ(devices.devices(1).id(), "nc-1");
+    EXPECT_EQ(devices.devices(0).health(), "Healthy");
+    context.TryCancel();
+  }
+  {
+    v1beta1::PreferredAllocationRequest request;
+    auto* container = request.add_container_requests();
+    container->add_available_deviceids("nc-1");
+    container->add_available_deviceids("nc-0");
+    container->set_allocation_size(1);
+    grpc::ClientContext context;
+    v1beta1::PreferredAllocationResponse preferred;
+    ASSERT_TRUE(Plugin()->GetPreferredAllocation(&context, request, &preferred).ok());
+    EXPECT_THAT(preferred.container_responses(0).deviceids(), ElementsAre("nc-0"));
+  }
+
+  const v1beta1::AllocateResponse allocated = Allocate({"nc-1"});
+  ASSERT_EQ(allocated.container_responses_size(), 1);
+  const v1beta1::ContainerAllocateResponse& container = allocated.container_responses(0);
+  EXPECT_EQ(container.envs().at("NEURON_RTD_ADDRESS"), "unix:/run/neuron-rtd/neuron-rtd.sock");
+  EXPECT_EQ(container.envs().at("NEURON_RT_VISIBLE_CORES"), "1");
+  ASSERT_EQ(container.mounts_size(), 1);
+  EXPECT_EQ(container.mounts(0).host_path(), dir_.Join("grants/nc1"));
+  EXPECT_EQ(container.mounts(0).container_path(), "/run/neuron-rtd");
+  EXPECT_TRUE(container.mounts(0).read_only());
+  EXPECT_EQ(container.devices_size(), 0) << "no device node: only the daemon touches hardware";
+  auto grants = Admin()->ListGrants();
+  ASSERT_TRUE(grants.ok());
+  ASSERT_EQ(grants->size(), 1u);
+  EXPECT_THAT(grants->front().cores, ElementsAre(1u));
+  EXPECT_EQ(grants->front().hbm_quota_bytes, (uint64_t{4} << 30) / 2) << "core 1's share";
+  auto session = neuronrt::Session::Open(
+      {.client = {.address = "unix:" + container.mounts(0).host_path() + "/neuron-rtd.sock"}});
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_THAT((*session)->cores(), ElementsAre(1u));
+
+  // The kubelet lists the pod of nc-1: its grant stays; nc-0's, which no pod
+  // uses, goes in the same sweep.
+  kubelet_.SetPods({{"nc-1"}});
+  Allocate({"nc-0"});
+  EXPECT_TRUE(AwaitGrants({"nc1"}));
+  // The pod is gone: so is its grant, and the session it had.
+  kubelet_.SetPods({});
+  EXPECT_TRUE(AwaitGrants({}));
+  absl::Status ended = (*session)->Allocate(1, kMiB).status();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kAborted) << ended;
+}
+
+TEST_F(DevicePluginTest, ItRegistersAgainWhenTheKubeletRestarts) {
+  kubelet_.AwaitRegistration(1);
+  StartKubelet();
+  const v1beta1::RegisterRequest again = kubelet_.AwaitRegistration(2);
+  EXPECT_EQ(again.endpoint(), kEndpoint);
+  // Served again under the same name.
+  grpc::ClientContext context;
+  v1beta1::DevicePluginOptions options;
+  EXPECT_TRUE(Plugin()->GetDevicePluginOptions(&context, v1beta1::Empty(), &options).ok());
+}
+
+TEST_F(DevicePluginTest, CoresTurnUnhealthyWhileTheDaemonIsDownAndPreStartRestoresTheGrant) {
+  kubelet_.AwaitRegistration(1);
+  kubelet_.SetPods({{"nc-0"}});
+  Allocate({"nc-0"});
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto stream = Plugin()->ListAndWatch(&context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse devices;
+  ASSERT_TRUE(stream->Read(&devices));
+  EXPECT_EQ(devices.devices(0).health(), "Healthy");
+
+  daemon_.reset();  // SIGKILL: its grants are gone with it
+  ASSERT_TRUE(stream->Read(&devices));
+  ASSERT_EQ(devices.devices_size(), 2);
+  EXPECT_EQ(devices.devices(0).health(), "Unhealthy");
+  EXPECT_EQ(devices.devices(1).health(), "Unhealthy");
+
+  StartDaemon({});
+  ASSERT_TRUE(stream->Read(&devices));
+  EXPECT_EQ(devices.devices(0).health(), "Healthy");
+  context.TryCancel();
+  EXPECT_TRUE(GrantIds().empty());
+  // A container of the pod restarting: the kubelet reuses Allocate's answer
+  // and calls PreStartContainer, which makes the grant again.
+  v1beta1::PreStartContainerRequest prestart;
+  prestart.add_devices_ids("nc-0");
+  grpc::ClientContext prestart_context;
+  v1beta1::PreStartContainerResponse started;
+  const grpc::Status status = Plugin()->PreStartContainer(&prestart_context, prestart, &started);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(GrantIds(), std::vector<std::string>{"nc0"});
+}
+
+TEST_F(DevicePluginTest, ForeignDeviceIdsAreRefused) {
+  kubelet_.AwaitRegistration(1);
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids("gpu-0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  const grpc::Status status = Plugin()->Allocate(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("\"gpu-0\" is not one of"));
+  EXPECT_TRUE(GrantIds().empty());
+}
+
+}  // namespace
+}  // namespace neuron
