@@ -1,5 +1,6 @@
 // Admin.CreateGrant, DeleteGrant and ListGrants: the cores and HBM quotas
 // served on sockets of their own (docs/operations.md, "Grants").
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "daemon/server/admin_service.h"
@@ -41,16 +42,25 @@ grpc::Status AdminService::DeleteGrant(grpc::ServerContext* context,
   if (grpc::Status allowed = CheckAdministrator(context, "delete grants"); !allowed.ok()) {
     return allowed;
   }
-  // Deleted first: once its sockets are gone and it is revoked, no session
-  // opens through it while its sessions are ended.
-  if (absl::Status deleted = grants_.Delete(request->grant_id()); !deleted.ok()) {
-    return ToGrpc(deleted);
+  std::shared_ptr<session::Grant> grant = grants_.Find(request->grant_id());
+  if (grant == nullptr) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrFormat("no grant %s", absl::CHexEscape(request->grant_id().substr(0, 80))));
   }
+  // Revoked first (no session opens through it any more), its sessions
+  // ended, and only then its sockets and directory removed: once a listing
+  // no longer shows the grant, nothing of it runs.
+  grant->Revoke();
   const std::string reason = absl::StrFormat(
       "grant %s was deleted%s%s", request->grant_id(), request->reason().empty() ? "" : ": ",
       request->reason().substr(0, 256));
   for (uint64_t id : sessions_.CloseSessionsOfGrant(request->grant_id(), reason)) {
     response->add_ended_sessions(id);
+  }
+  // A concurrent DeleteGrant may have removed it meanwhile: deleted either way.
+  if (absl::Status deleted = grants_.Delete(request->grant_id());
+      !deleted.ok() && !absl::IsNotFound(deleted)) {
+    return ToGrpc(deleted);
   }
   return grpc::Status::OK;
 }

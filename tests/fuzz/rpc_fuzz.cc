@@ -3,7 +3,9 @@
 // input's first byte picks the method, the second its flags, the rest is the
 // request message (protobuf wire format); flag bit 0 replaces the request's
 // session_id with a live session of this process, so that the handlers get
-// past the session check. Whatever a client sends, the daemon must answer
+// past the session check; flag bit 1 sends the call through a grant's socket
+// (a container's view: its own cores, quota and read-only Admin), with a
+// live session opened there. Whatever a client sends, the daemon must answer
 // or refuse it, never crash or hang (a call gets 10 s). With GCC,
 // corpus_replay_main.cc drives it over tests/fuzz/corpus/rpc.
 #include <google/protobuf/descriptor.h>
@@ -104,50 +106,19 @@ class Harness {
     auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
     runtime_ = v1::Runtime::NewStub(channel);
     admin_ = v1::Admin::NewStub(channel);
-    methods_ = {
-        Unary("GetRuntimeInfo", runtime_.get(), &v1::Runtime::Stub::GetRuntimeInfo),
-        Unary("ListDevices", runtime_.get(), &v1::Runtime::Stub::ListDevices),
-        Unary("OpenSession", runtime_.get(), &v1::Runtime::Stub::OpenSession),
-        Unary("CloseSession", runtime_.get(), &v1::Runtime::Stub::CloseSession),
-        Unary("AllocateSegment", runtime_.get(), &v1::Runtime::Stub::AllocateSegment),
-        Unary("FreeSegment", runtime_.get(), &v1::Runtime::Stub::FreeSegment),
-        Unary("CreateStream", runtime_.get(), &v1::Runtime::Stub::CreateStream),
-        Unary("DestroyStream", runtime_.get(), &v1::Runtime::Stub::DestroyStream),
-        Unary("RegisterHostMemory", runtime_.get(), &v1::Runtime::Stub::RegisterHostMemory),
-        Unary("UnregisterHostMemory", runtime_.get(), &v1::Runtime::Stub::UnregisterHostMemory),
-        Unary("LookupExecutable", runtime_.get(), &v1::Runtime::Stub::LookupExecutable),
-        LoadExecutable(),
-        Unary("UnloadExecutable", runtime_.get(), &v1::Runtime::Stub::UnloadExecutable),
-        Unary("CreateCommunicatorId", runtime_.get(), &v1::Runtime::Stub::CreateCommunicatorId),
-        Unary("InitCommunicator", runtime_.get(), &v1::Runtime::Stub::InitCommunicator),
-        Unary("DestroyCommunicator", runtime_.get(), &v1::Runtime::Stub::DestroyCommunicator),
-        Unary("GetStreamErrors", runtime_.get(), &v1::Runtime::Stub::GetStreamErrors),
-        Unary("Health", admin_.get(), &v1::Admin::Stub::Health),
-        Unary("Admin.ListDevices", admin_.get(), &v1::Admin::Stub::ListDevices),
-        Unary("ListSessions", admin_.get(), &v1::Admin::Stub::ListSessions),
-        Unary("KillSession", admin_.get(), &v1::Admin::Stub::KillSession),
-        Unary("ResetDevice", admin_.get(), &v1::Admin::Stub::ResetDevice),
-        Unary("GetStats", admin_.get(), &v1::Admin::Stub::GetStats),
-        Unary("GetCacheInfo", admin_.get(), &v1::Admin::Stub::GetCacheInfo),
-        Unary("ClearCache", admin_.get(), &v1::Admin::Stub::ClearCache),
-        Unary("Drain", admin_.get(), &v1::Admin::Stub::Drain),
-        Unary("SetSessionWeight", admin_.get(), &v1::Admin::Stub::SetSessionWeight),
-        Unary("ListCommunicators", admin_.get(), &v1::Admin::Stub::ListCommunicators),
-        Unary("SetProfiling", runtime_.get(), &v1::Runtime::Stub::SetProfiling),
-        Unary("DrainProfile", runtime_.get(), &v1::Runtime::Stub::DrainProfile),
-        Unary("SetMemoryCap", runtime_.get(), &v1::Runtime::Stub::SetMemoryCap),
-        Unary("CreateGrant", admin_.get(), &v1::Admin::Stub::CreateGrant),
-        Unary("DeleteGrant", admin_.get(), &v1::Admin::Stub::DeleteGrant),
-        Unary("ListGrants", admin_.get(), &v1::Admin::Stub::ListGrants),
-    };
+    grant_address_ = "unix:" + std::string(pattern) + "/grants/" + kGrant + "/neuron-rtd.sock";
+    EnsureGrant();
+    methods_ = MethodsOn(runtime_.get(), admin_.get());
   }
 
   void Run(const uint8_t* data, size_t size) {
     if (size < 2) return;
-    const Method& method = methods_[data[0] % methods_.size()];
+    const bool through_grant = (data[1] & 2) != 0;
+    const std::vector<Method>& table = through_grant ? grant_methods_ : methods_;
+    const Method& method = table[data[0] % table.size()];
     std::unique_ptr<Message> request = method.make_request();
     if (!request->ParseFromArray(data + 2, static_cast<int>(size - 2))) return;
-    if ((data[1] & 1) != 0) UseLiveSession(*request);
+    if ((data[1] & 1) != 0) UseLiveSession(*request, through_grant);
     CheckAnswered(method.call(*request), method.name);
     // Undo what would stop the next inputs from reaching the handlers.
     if (method.name == "Drain") {
@@ -155,38 +126,130 @@ class Harness {
       serve.set_enable(false);
       CheckAnswered(method.call(serve), "Drain");
     }
+    if (method.name == "DeleteGrant" || method.name == "CreateGrant") EnsureGrant();
   }
 
  private:
-  Method LoadExecutable() {
+  static Method LoadExecutable(v1::Runtime::Stub* runtime) {
     return Method{.name = "LoadExecutable",
                   .make_request = [] { return std::make_unique<v1::LoadExecutableChunk>(); },
-                  .call = [this](const Message& chunk) {
+                  .call = [runtime](const Message& chunk) {
                     grpc::ClientContext context;
                     SetDeadline(context);
                     v1::LoadExecutableResponse response;
-                    auto writer = runtime_->LoadExecutable(&context, &response);
+                    auto writer = runtime->LoadExecutable(&context, &response);
                     writer->Write(static_cast<const v1::LoadExecutableChunk&>(chunk));
                     writer->WritesDone();
                     return writer->Finish();
                   }};
   }
 
-  // Sets every session_id field (at any depth of the first level) to this
-  // process's live session, reopening it when an input ended it.
-  void UseLiveSession(Message& request) {
-    if (session_ == nullptr || !SessionAlive()) {
-      session_.reset();
-      auto session = neuronrt::Session::Open({.client = {.address = address_}});
-      Check(session.ok(), "opening the live session");
-      session_ = *std::move(session);
+  std::vector<Method> MethodsOn(v1::Runtime::Stub* runtime, v1::Admin::Stub* admin) {
+    return {
+        Unary("GetRuntimeInfo", runtime, &v1::Runtime::Stub::GetRuntimeInfo),
+        Unary("ListDevices", runtime, &v1::Runtime::Stub::ListDevices),
+        Unary("OpenSession", runtime, &v1::Runtime::Stub::OpenSession),
+        Unary("CloseSession", runtime, &v1::Runtime::Stub::CloseSession),
+        Unary("AllocateSegment", runtime, &v1::Runtime::Stub::AllocateSegment),
+        Unary("FreeSegment", runtime, &v1::Runtime::Stub::FreeSegment),
+        Unary("CreateStream", runtime, &v1::Runtime::Stub::CreateStream),
+        Unary("DestroyStream", runtime, &v1::Runtime::Stub::DestroyStream),
+        Unary("RegisterHostMemory", runtime, &v1::Runtime::Stub::RegisterHostMemory),
+        Unary("UnregisterHostMemory", runtime, &v1::Runtime::Stub::UnregisterHostMemory),
+        Unary("LookupExecutable", runtime, &v1::Runtime::Stub::LookupExecutable),
+        LoadExecutable(runtime),
+        Unary("UnloadExecutable", runtime, &v1::Runtime::Stub::UnloadExecutable),
+        Unary("CreateCommunicatorId", runtime, &v1::Runtime::Stub::CreateCommunicatorId),
+        Unary("InitCommunicator", runtime, &v1::Runtime::Stub::InitCommunicator),
+        Unary("DestroyCommunicator", runtime, &v1::Runtime::Stub::DestroyCommunicator),
+        Unary("GetStreamErrors", runtime, &v1::Runtime::Stub::GetStreamErrors),
+        Unary("Health", admin, &v1::Admin::Stub::Health),
+        Unary("Admin.ListDevices", admin, &v1::Admin::Stub::ListDevices),
+        Unary("ListSessions", admin, &v1::Admin::Stub::ListSessions),
+        Unary("KillSession", admin, &v1::Admin::Stub::KillSession),
+        Unary("ResetDevice", admin, &v1::Admin::Stub::ResetDevice),
+        Unary("GetStats", admin, &v1::Admin::Stub::GetStats),
+        Unary("GetCacheInfo", admin, &v1::Admin::Stub::GetCacheInfo),
+        Unary("ClearCache", admin, &v1::Admin::Stub::ClearCache),
+        Unary("Drain", admin, &v1::Admin::Stub::Drain),
+        Unary("SetSessionWeight", admin, &v1::Admin::Stub::SetSessionWeight),
+        Unary("ListCommunicators", admin, &v1::Admin::Stub::ListCommunicators),
+        Unary("SetProfiling", runtime, &v1::Runtime::Stub::SetProfiling),
+        Unary("DrainProfile", runtime, &v1::Runtime::Stub::DrainProfile),
+        Unary("SetMemoryCap", runtime, &v1::Runtime::Stub::SetMemoryCap),
+        Unary("CreateGrant", admin, &v1::Admin::Stub::CreateGrant),
+        Unary("DeleteGrant", admin, &v1::Admin::Stub::DeleteGrant),
+        Unary("ListGrants", admin, &v1::Admin::Stub::ListGrants),
+    };
+  }
+
+  // The grant the inputs of flag bit 1 go through, made again when an input
+  // deleted it (with a fresh channel: the old one's socket is gone).
+  void EnsureGrant() {
+    v1::CreateGrantResponse response;
+    grpc::Status status = CreateFuzzGrant(response);
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      // Inputs made max_grants grants: start over.
+      grpc::ClientContext context;
+      SetDeadline(context);
+      v1::ListGrantsResponse grants;
+      CheckAnswered(admin_->ListGrants(&context, v1::ListGrantsRequest(), &grants), "ListGrants");
+      for (const v1::GrantInfo& grant : grants.grants()) {
+        grpc::ClientContext deleting;
+        SetDeadline(deleting);
+        v1::DeleteGrantRequest request;
+        request.set_grant_id(grant.grant_id());
+        v1::DeleteGrantResponse deleted;
+        CheckAnswered(admin_->DeleteGrant(&deleting, request, &deleted), "DeleteGrant");
+      }
+      status = CreateFuzzGrant(response);
     }
+    // An input may have made a grant of that id with other terms: it serves
+    // as well.
+    if (!status.ok() && status.error_code() != grpc::StatusCode::ALREADY_EXISTS) {
+      std::fprintf(stderr, "rpc_fuzz: cannot create the fuzz grant: %s\n",
+                   status.error_message().c_str());
+      std::abort();
+    }
+    if (grant_runtime_ != nullptr && !response.created()) return;
+    auto channel = grpc::CreateChannel(grant_address_, grpc::InsecureChannelCredentials());
+    grant_runtime_ = v1::Runtime::NewStub(channel);
+    grant_admin_ = v1::Admin::NewStub(channel);
+    grant_methods_ = MethodsOn(grant_runtime_.get(), grant_admin_.get());
+    grant_session_.reset();
+  }
+
+  grpc::Status CreateFuzzGrant(v1::CreateGrantResponse& response) {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    v1::CreateGrantRequest request;
+    request.set_grant_id(kGrant);
+    request.add_cores(0);
+    request.set_hbm_quota_bytes(64ull << 20);
+    const grpc::Status status = admin_->CreateGrant(&context, request, &response);
+    CheckAnswered(status, "CreateGrant");
+    return status;
+  }
+
+  // Sets every session_id field (at any depth of the first level) to this
+  // process's live session (opened through the grant for the grant's
+  // inputs), reopening it when an input ended it.
+  void UseLiveSession(Message& request, bool through_grant) {
+    std::unique_ptr<neuronrt::Session>& live = through_grant ? grant_session_ : session_;
+    if (live == nullptr || !SessionAlive(live->id())) {
+      live.reset();
+      auto session = neuronrt::Session::Open(
+          {.client = {.address = through_grant ? grant_address_ : address_}});
+      Check(session.ok(), "opening the live session");
+      live = *std::move(session);
+    }
+    const uint64_t live_id = live->id();
     auto set = [&](Message& message) {
       const google::protobuf::FieldDescriptor* field =
           message.GetDescriptor()->FindFieldByName("session_id");
       if (field != nullptr && field->type() == google::protobuf::FieldDescriptor::TYPE_UINT64 &&
           !field->is_repeated()) {
-        message.GetReflection()->SetUInt64(&message, field, session_->id());
+        message.GetReflection()->SetUInt64(&message, field, live_id);
       }
     };
     set(request);
@@ -201,14 +264,14 @@ class Harness {
     }
   }
 
-  bool SessionAlive() {
+  bool SessionAlive(uint64_t session_id) {
     grpc::ClientContext context;
     SetDeadline(context);
     v1::ListSessionsResponse sessions;
     CheckAnswered(admin_->ListSessions(&context, v1::ListSessionsRequest(), &sessions),
                   "ListSessions");
     for (const v1::SessionInfo& session : sessions.sessions()) {
-      if (session.session_id() == session_->id()) return true;
+      if (session.session_id() == session_id) return true;
     }
     return false;
   }
@@ -218,6 +281,12 @@ class Harness {
   std::unique_ptr<v1::Runtime::Stub> runtime_;
   std::unique_ptr<v1::Admin::Stub> admin_;
   std::vector<Method> methods_;
+  static constexpr char kGrant[] = "fuzz";
+  std::string grant_address_;
+  std::unique_ptr<v1::Runtime::Stub> grant_runtime_;
+  std::unique_ptr<v1::Admin::Stub> grant_admin_;
+  std::vector<Method> grant_methods_;
+  std::unique_ptr<neuronrt::Session> grant_session_;
   std::unique_ptr<neuronrt::Session> session_;
 };
 
