@@ -13,17 +13,17 @@ bool PeerRegistry::Admit(int fd, const PeerCredentials& credentials, uint32_t ma
   absl::MutexLock lock(&mutex_);
   // A dead entry under this number is not counted: this connection replaces it.
   by_fd_.erase(fd);
-  if (ConnectionsOfLocked(credentials.uid) >= max_per_user) return false;
+  if (ConnectionsOfLocked(credentials.uid, credentials.grant) >= max_per_user) return false;
   by_fd_[fd] = Entry{.credentials = credentials, .device = identity.st_dev,
                      .inode = identity.st_ino};
   return true;
 }
 
-uint32_t PeerRegistry::ConnectionsOfLocked(uid_t uid) {
+uint32_t PeerRegistry::ConnectionsOfLocked(uid_t uid, const std::string& grant) {
   uint32_t live = 0;
   std::vector<int> dead;
   for (const auto& [fd, entry] : by_fd_) {
-    if (entry.credentials.uid != uid) continue;
+    if (entry.credentials.uid != uid || entry.credentials.grant != grant) continue;
     struct stat now = {};
     if (sys_calls_.Fstat(fd, &now).ok() && now.st_dev == entry.device &&
         now.st_ino == entry.inode) {
@@ -36,9 +36,9 @@ uint32_t PeerRegistry::ConnectionsOfLocked(uid_t uid) {
   return live;
 }
 
-uint32_t PeerRegistry::ConnectionsOf(uid_t uid) {
+uint32_t PeerRegistry::ConnectionsOf(uid_t uid, const std::string& grant) {
   absl::MutexLock lock(&mutex_);
-  return ConnectionsOfLocked(uid);
+  return ConnectionsOfLocked(uid, grant);
 }
 
 std::optional<PeerCredentials> PeerRegistry::Lookup(std::string_view grpc_peer) const {

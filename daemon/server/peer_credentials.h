@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
@@ -34,15 +35,18 @@ class PeerRegistry {
   explicit PeerRegistry(OsSysCalls& sys_calls) : sys_calls_(sys_calls) {}
 
   // Records a connection, unless its user already has `max_per_user` live
-  // ones: then false, and the caller closes it.
+  // ones: then false, and the caller closes it. A grant's connections count
+  // apart (a container's root is not the host's, and must not use up its
+  // connections).
   bool Admit(int fd, const PeerCredentials& credentials, uint32_t max_per_user);
 
   // The peer of a gRPC call, from ServerContext::peer(); nullopt for a peer
   // the daemon did not accept itself.
   std::optional<PeerCredentials> Lookup(std::string_view grpc_peer) const;
 
-  // Live connections of `uid`; forgets the entries of closed ones.
-  uint32_t ConnectionsOf(uid_t uid);
+  // Live connections of `uid` (through grant `grant`; empty: the daemon's
+  // own socket); forgets the entries of closed ones.
+  uint32_t ConnectionsOf(uid_t uid, const std::string& grant = {});
 
  private:
   struct Entry {
@@ -51,7 +55,8 @@ class PeerRegistry {
     ino_t inode = 0;
   };
 
-  uint32_t ConnectionsOfLocked(uid_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  uint32_t ConnectionsOfLocked(uid_t uid, const std::string& grant)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   OsSysCalls& sys_calls_;
   mutable absl::Mutex mutex_;

@@ -115,24 +115,28 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
           absl::StrFormat("neuron-rtd already serves %d sessions, its limit",
                           sessions_.size() + opening_));
     }
-    size_t of_user = opening_by_user_[peer.uid];
+    // A grant's sessions count apart from the same uid's elsewhere: a
+    // container's root must not use up the host root's sessions.
+    const UserKey user{peer.uid, peer.grant};
+    size_t of_user = opening_by_user_[user];
     for (const auto& [existing_id, entry] : sessions_) {
-      of_user += entry.session->owner().uid == peer.uid ? 1 : 0;
+      const PeerCredentials& owner = entry.session->owner();
+      of_user += owner.uid == peer.uid && owner.grant == peer.grant ? 1 : 0;
     }
     if (of_user >= config_.max_sessions_per_user) {
       return absl::ResourceExhaustedError(absl::StrFormat(
-          "uid %d already has %d sessions, the per-user limit ([session] "
+          "uid %d%s already has %d sessions, the per-user limit ([session] "
           "max_sessions_per_user)",
-          peer.uid, of_user));
+          peer.uid, peer.grant.empty() ? "" : " of grant " + peer.grant, of_user));
     }
     ++opening_;
-    ++opening_by_user_[peer.uid];
+    ++opening_by_user_[user];
     id = next_id_++;
   }
-  absl::Cleanup opened = [this, uid = peer.uid] {
+  absl::Cleanup opened = [this, user = UserKey{peer.uid, peer.grant}] {
     absl::MutexLock lock(&mutex_);
     --opening_;
-    if (--opening_by_user_[uid] == 0) opening_by_user_.erase(uid);
+    if (--opening_by_user_[user] == 0) opening_by_user_.erase(user);
   };
   const uint32_t slots = config_.limits.max_streams;
   absl::StatusOr<std::unique_ptr<memory::SharedRegion>> page =

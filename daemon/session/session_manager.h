@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -137,7 +138,9 @@ class SessionManager {
   std::array<std::atomic<uint64_t>, kSessionEndReasons> ended_{};
   // Sessions admitted and not yet in sessions_, in all and per uid.
   size_t opening_ ABSL_GUARDED_BY(mutex_) = 0;
-  std::map<uid_t, size_t> opening_by_user_ ABSL_GUARDED_BY(mutex_);
+  // By uid and the grant it came through.
+  using UserKey = std::pair<uid_t, std::string>;
+  std::map<UserKey, size_t> opening_by_user_ ABSL_GUARDED_BY(mutex_);
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   bool draining_ ABSL_GUARDED_BY(mutex_) = false;
   absl::CondVar stop_;

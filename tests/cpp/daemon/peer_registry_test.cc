@@ -72,6 +72,19 @@ TEST(PeerRegistryTest, EachUserHoldsAtMostItsConnections) {
   EXPECT_TRUE(registry.Admit(alice[2].fd(), {.pid = 3, .uid = 1000, .gid = 0}, 2));
 }
 
+TEST(PeerRegistryTest, AGrantsConnectionsCountApartFromTheSameUidsElsewhere) {
+  PeerRegistry registry(DefaultOsSysCalls());
+  std::vector<Connection> host(2);
+  std::vector<Connection> container(2);
+  ASSERT_TRUE(registry.Admit(container[0].fd(), {.pid = 1, .uid = 0, .grant = "pod"}, 1));
+  EXPECT_FALSE(registry.Admit(container[1].fd(), {.pid = 2, .uid = 0, .grant = "pod"}, 1));
+  // The container's root has used its one connection; the host's has not.
+  EXPECT_TRUE(registry.Admit(host[0].fd(), {.pid = 3, .uid = 0}, 1));
+  EXPECT_EQ(registry.ConnectionsOf(0), 1u);
+  EXPECT_EQ(registry.ConnectionsOf(0, "pod"), 1u);
+  EXPECT_EQ(registry.Lookup("fd:" + std::to_string(container[0].fd()))->grant, "pod");
+}
+
 TEST(PeerRegistryTest, ADescriptorNumberReusedForAnotherSocketIsNotTheOldConnection) {
   PeerRegistry registry(DefaultOsSysCalls());
   auto first = std::make_unique<Connection>();

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,20 @@ TEST_F(GrantsTest, DeletingAGrantEndsItsSessionsAndRemovesItsDirectory) {
   // The same id again (the device plugin re-creating it after a restart).
   Grant("g4", {1}, 0);
   EXPECT_TRUE(OpenThrough("g4").ok());
+}
+
+TEST_F(GrantsTest, AGrantsSessionsCountApartFromTheSameUidsOnTheHost) {
+  const std::string config = dir_.Join("one-session.toml");
+  std::ofstream(config) << "[session]\nmax_sessions_per_user = 1\n";
+  StartDaemon({"--config", config});
+  Grant("g5", {0}, 0);
+  auto in_grant = OpenThrough("g5");
+  ASSERT_TRUE(in_grant.ok()) << in_grant.status();
+  absl::Status second = OpenThrough("g5").status();
+  EXPECT_EQ(second.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(second.message(), HasSubstr("uid 0 of grant g5 already has 1 sessions"));
+  // The container's root used up its own sessions, not the host root's.
+  EXPECT_NE(Open("host"), nullptr);
 }
 
 TEST_F(GrantsTest, BadGrantsAreRefusedByName) {
