@@ -6,10 +6,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -40,6 +41,24 @@ struct Scrape {
   }
 };
 
+// The label names of a series "name{a="x",b="y"}" (values may hold any
+// escaped character).
+std::vector<std::string> LabelNames(const std::string& series) {
+  std::vector<std::string> names;
+  size_t at = series.find('{');
+  if (at == std::string::npos) return names;
+  while (++at < series.size() && series[at] != '}') {
+    const size_t equals = series.find('=', at);
+    if (equals == std::string::npos) break;
+    names.push_back(series.substr(at, equals - at));
+    at = equals + 2;  // past `="`
+    while (at < series.size() && series[at] != '"') at += series[at] == '\\' ? 2 : 1;
+    ++at;  // past the closing quote, onto `,` or `}`
+    if (at >= series.size() || series[at] == '}') break;
+  }
+  return names;
+}
+
 Scrape Parse(std::string text) {
   Scrape scrape;
   for (const std::string& line :
@@ -49,11 +68,7 @@ Scrape Parse(std::string text) {
     const std::string series = line.substr(0, space);
     scrape.samples[series] = std::stod(line.substr(space + 1));
     scrape.names.insert(series.substr(0, series.find('{')));
-    static const std::regex label(R"(([a-z_]+)=")");
-    for (auto it = std::sregex_iterator(series.begin(), series.end(), label);
-         it != std::sregex_iterator(); ++it) {
-      scrape.label_names.insert((*it)[1]);
-    }
+    for (std::string& name : LabelNames(series)) scrape.label_names.insert(std::move(name));
   }
   scrape.text = std::move(text);
   return scrape;
@@ -85,10 +100,12 @@ class ExporterTest : public DataPlaneTest {
     ASSERT_TRUE(exporter.ok()) << exporter.status();
     exporter_ = *std::move(exporter);
     ASSERT_TRUE(exporter_->WaitReady().ok()) << exporter_->Stderr();
-    std::smatch port;
+    // "neuron-rtd-exporter: serving http://127.0.0.1:PORT/metrics"
     const std::string out = exporter_->Stdout();
-    ASSERT_TRUE(std::regex_search(out, port, std::regex(R"(127\.0\.0\.1:(\d+)/metrics)"))) << out;
-    port_ = std::stoi(port[1]);
+    const size_t host = out.find("127.0.0.1:");
+    ASSERT_NE(host, std::string::npos) << out;
+    port_ = std::atoi(out.c_str() + host + std::strlen("127.0.0.1:"));
+    ASSERT_GT(port_, 0) << out;
   }
 
   httplib::Result Get(const std::string& path) {
@@ -200,16 +217,26 @@ TEST_F(ExporterTest, BadFlagsAndATakenPortAreRefusedByNameAndSigtermStopsIt) {
 // family).
 std::set<std::string> MetricNamesIn(const std::string& text) {
   std::set<std::string> names;
-  const std::regex name(R"(\b((?:neuron|neuroncore|execution)_[a-z_]+)\b)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), name);
-       it != std::sregex_iterator(); ++it) {
-    std::string metric = (*it)[1];
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = 0; at < text.size();) {
+    if (!word_char(text[at])) {
+      ++at;
+      continue;
+    }
+    size_t end = at;
+    while (end < text.size() && word_char(text[end])) ++end;
+    std::string word = text.substr(at, end - at);
+    at = end;
+    if (!word.starts_with("neuron_") && !word.starts_with("neuroncore_") &&
+        !word.starts_with("execution_")) {
+      continue;
+    }
     for (const char* suffix : {"_bucket", "_count", "_sum"}) {
-      if (metric.ends_with(suffix) && metric.starts_with("neuron_core_execution_duration")) {
-        metric.resize(metric.size() - std::string_view(suffix).size());
+      if (word.ends_with(suffix) && word.starts_with("neuron_core_execution_duration")) {
+        word.resize(word.size() - std::string_view(suffix).size());
       }
     }
-    names.insert(metric);
+    names.insert(word);
   }
   return names;
 }
