@@ -207,6 +207,9 @@ TEST_F(DevicePluginTest, RegistersListsAllocatesAsGrantsAndReleasesThemWhenThePo
     EXPECT_THAT(preferred.container_responses(0).deviceids(), ElementsAre("nc-0"));
   }
 
+  // The kubelet lists the pod of nc-1 (the plugin deletes a grant no pod
+  // holds, here with no grace period).
+  kubelet_.SetPods({{"nc-1"}});
   const v1beta1::AllocateResponse allocated = Allocate({"nc-1"});
   ASSERT_EQ(allocated.container_responses_size(), 1);
   const v1beta1::ContainerAllocateResponse& container = allocated.container_responses(0);
@@ -227,9 +230,7 @@ TEST_F(DevicePluginTest, RegistersListsAllocatesAsGrantsAndReleasesThemWhenThePo
   ASSERT_TRUE(session.ok()) << session.status();
   EXPECT_THAT((*session)->cores(), ElementsAre(1u));
 
-  // The kubelet lists the pod of nc-1: its grant stays; nc-0's, which no pod
-  // uses, goes in the same sweep.
-  kubelet_.SetPods({{"nc-1"}});
+  // nc-0's grant, which no pod holds, goes; nc-1's stays.
   Allocate({"nc-0"});
   EXPECT_TRUE(AwaitGrants({"nc1"}));
   // The pod is gone: so is its grant, and the session it had.
