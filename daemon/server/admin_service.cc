@@ -119,13 +119,7 @@ absl::StatusOr<std::shared_ptr<session::Grant>> AdminService::GrantOfCaller(
     grpc::ServerContext* context) const {
   absl::StatusOr<PeerCredentials> caller = Caller(context);
   if (!caller.ok()) return caller.status();
-  if (caller->grant.empty()) return nullptr;
-  std::shared_ptr<session::Grant> grant = grants_.Find(caller->grant);
-  if (grant == nullptr) {
-    return absl::PermissionDeniedError(
-        absl::StrFormat("grant %s was deleted: its sockets no longer serve", caller->grant));
-  }
-  return grant;
+  return grants_.OfPeer(*caller);
 }
 
 grpc::Status AdminService::KillSession(grpc::ServerContext* context,

@@ -188,6 +188,17 @@ std::shared_ptr<session::Grant> GrantRegistry::Find(const std::string& id) const
   return found == grants_.end() ? nullptr : found->second.grant;
 }
 
+absl::StatusOr<std::shared_ptr<session::Grant>> GrantRegistry::OfPeer(
+    const PeerCredentials& peer) const {
+  if (peer.grant.empty()) return nullptr;
+  std::shared_ptr<session::Grant> grant = Find(peer.grant);
+  if (grant == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrFormat("grant %s was deleted: its sockets no longer serve", peer.grant));
+  }
+  return grant;
+}
+
 std::vector<GrantRegistry::Listed> GrantRegistry::List() const {
   absl::MutexLock lock(&mutex_);
   std::vector<Listed> listed;

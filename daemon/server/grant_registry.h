@@ -70,6 +70,9 @@ class GrantRegistry {
 
   // Null when there is no such grant (any more).
   std::shared_ptr<session::Grant> Find(const std::string& id) const;
+  // The grant whose socket `peer` connected through: null for the daemon's
+  // own socket; PERMISSION_DENIED when that grant was deleted since.
+  absl::StatusOr<std::shared_ptr<session::Grant>> OfPeer(const PeerCredentials& peer) const;
   std::vector<Listed> List() const;
 
  private:

@@ -25,12 +25,6 @@ static_assert(int{NEURON_RTD_REGION_COMPLETION_PAGE} ==
 namespace neuron::rtd {
 namespace {
 
-// The grant a connection came through was deleted while it stayed open.
-absl::Status GrantGone(const std::string& grant_id) {
-  return absl::PermissionDeniedError(absl::StrFormat(
-      "grant %s was deleted: its sockets no longer serve", grant_id));
-}
-
 // A NEFF executable's tensors, as its backend found them.
 void AddNeffTensors(const exec::Executable& executable,
                     google::protobuf::RepeatedPtrField<v1::NeffTensor>& out) {
@@ -84,12 +78,10 @@ grpc::Status RuntimeService::ListDevices(grpc::ServerContext* context,
                                          v1::ListDevicesResponse* response) {
   absl::StatusOr<PeerCredentials> caller = Caller(context);
   if (!caller.ok()) return ToGrpc(caller.status());
+  absl::StatusOr<std::shared_ptr<session::Grant>> grant = grants_.OfPeer(*caller);
+  if (!grant.ok()) return ToGrpc(grant.status());
   DevicesToProto(backend_, memory_, response->mutable_devices());
-  if (!caller->grant.empty()) {
-    std::shared_ptr<session::Grant> grant = grants_.Find(caller->grant);
-    if (grant == nullptr) return ToGrpc(GrantGone(caller->grant));
-    KeepGrantedCores(*grant, response->mutable_devices());
-  }
+  if (*grant != nullptr) KeepGrantedCores(**grant, response->mutable_devices());
   return grpc::Status::OK;
 }
 
@@ -106,11 +98,9 @@ grpc::Status RuntimeService::OpenSession(grpc::ServerContext* context,
                                         NEURON_RTD_VERSION, NEURON_RTD_ABI_VERSION_MAJOR,
                                         NEURON_RTD_ABI_VERSION_MINOR));
   }
-  std::shared_ptr<session::Grant> grant;
-  if (!caller->grant.empty()) {
-    grant = grants_.Find(caller->grant);
-    if (grant == nullptr) return ToGrpc(GrantGone(caller->grant));
-  }
+  absl::StatusOr<std::shared_ptr<session::Grant>> of_peer = grants_.OfPeer(*caller);
+  if (!of_peer.ok()) return ToGrpc(of_peer.status());
+  const std::shared_ptr<session::Grant> grant = *std::move(of_peer);
   absl::StatusOr<session::OpenedSession> opened = sessions_.Open(
       *caller, request->client_name(),
       std::vector<uint32_t>(request->cores().begin(), request->cores().end()), grant);
