@@ -399,9 +399,20 @@ absl::StatusOr<uint64_t> Session::LoadExecutable(std::string_view body, std::str
 absl::StatusOr<uint64_t> Session::LoadBody(std::string_view body, std::string_view name,
                                            ExecutableKind kind,
                                            std::vector<NeffTensor>* neff_tensors) {
-  const v1::ExecutableKind wire_kind = kind == ExecutableKind::kGraph  ? v1::EXECUTABLE_KIND_GRAPH
-                                       : kind == ExecutableKind::kNeff ? v1::EXECUTABLE_KIND_NEFF
-                                                                       : v1::EXECUTABLE_KIND_EAGER_OP;
+  v1::ExecutableKind wire_kind = v1::EXECUTABLE_KIND_EAGER_OP;
+  switch (kind) {
+    case ExecutableKind::kEagerOp:
+      break;
+    case ExecutableKind::kGraph:
+      wire_kind = v1::EXECUTABLE_KIND_GRAPH;
+      break;
+    case ExecutableKind::kNeff:
+      wire_kind = v1::EXECUTABLE_KIND_NEFF;
+      break;
+    case ExecutableKind::kNki:
+      wire_kind = v1::EXECUTABLE_KIND_NKI;
+      break;
+  }
   auto take_tensors = [neff_tensors](const auto& tensors) {
     if (neff_tensors == nullptr) return;
     for (const v1::NeffTensor& tensor : tensors) {
@@ -475,6 +486,11 @@ absl::StatusOr<uint64_t> Session::LoadEagerOp(const neuron::rtd::EagerOpPlan& pl
 absl::StatusOr<uint64_t> Session::LoadGraph(const neuron::rtd::GraphPlan& plan,
                                             std::string_view name) {
   return LoadExecutable(internal::EncodeGraph(plan), name, ExecutableKind::kGraph);
+}
+
+absl::StatusOr<uint64_t> Session::LoadNkiKernel(const neuron::rtd::NkiKernelPlan& plan,
+                                                std::string_view name) {
+  return LoadExecutable(internal::EncodeNkiKernel(plan), name, ExecutableKind::kNki);
 }
 
 absl::Status Session::UnloadExecutable(uint64_t executable_id) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "daemon/exec/neff_container.h"
+#include "daemon/exec/nki_kernel_decoder.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/v1/executable.pb.h"
 
@@ -431,6 +432,11 @@ absl::StatusOr<Executable> DecodeExecutable(std::string_view body, ExecutableBod
     case ExecutableBodyKind::kGraph:
       if (!parsed.has_graph()) return absl::InvalidArgumentError("executable body holds no graph");
       return DecodeGraph(parsed.graph());
+    case ExecutableBodyKind::kNki:
+      if (!parsed.has_nki_kernel()) {
+        return absl::InvalidArgumentError("executable body holds no NKI kernel");
+      }
+      return DecodeNkiKernel(parsed.nki_kernel());
     case ExecutableBodyKind::kNeff:
       break;
   }

@@ -11,7 +11,7 @@
 namespace neuron::rtd::exec {
 
 // What a body must hold (the kind its loader announced).
-enum class ExecutableBodyKind { kEagerOp, kGraph, kNeff };
+enum class ExecutableBodyKind { kEagerOp, kGraph, kNeff, kNki };
 
 // Parses `body` (a serialized neuron.rtd.v1.ExecutableBody; for kNeff, the
 // NEFF's bytes) into a plan and bounds every field (docs/design/executables.md

@@ -13,6 +13,7 @@
 #include "daemon/hal/device_info.h"
 #include "daemon/hal/eager_op.h"
 #include "daemon/hal/graph.h"
+#include "daemon/hal/nki_kernel.h"
 
 namespace neuron::rtd::hal {
 
@@ -25,8 +26,8 @@ struct NeffPlan {
 };
 
 // What an executable describes, as daemon/exec decoded it: one operator
-// (eager mode), a graph of them (torch.compile), or a NEFF.
-using ExecutableSpec = std::variant<EagerOpPlan, GraphPlan, NeffPlan>;
+// (eager mode), a graph of them (torch.compile), a NEFF, or an NKI kernel.
+using ExecutableSpec = std::variant<EagerOpPlan, GraphPlan, NeffPlan, NkiKernelPlan>;
 
 // Owned by daemon/exec's cache; shared by every launch that names it, from
 // any core's worker, so Dispatch must not change it.

@@ -189,6 +189,7 @@ void AdminService::FillCacheInfo(bool list_executables,
     v1::ExecutableKind kind = v1::EXECUTABLE_KIND_EAGER_OP;
     if (std::holds_alternative<hal::GraphPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_GRAPH;
     if (std::holds_alternative<hal::NeffPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_NEFF;
+    if (std::holds_alternative<hal::NkiKernelPlan>(executable.spec)) kind = v1::EXECUTABLE_KIND_NKI;
     entry->set_kind(kind);
     entry->set_bytes(listed.charged_bytes);
     entry->set_holders(listed.holders);

@@ -291,6 +291,9 @@ grpc::Status RuntimeService::LoadExecutable(grpc::ServerContext* context,
     case v1::EXECUTABLE_KIND_NEFF:
       kind = exec::ExecutableBodyKind::kNeff;
       break;
+    case v1::EXECUTABLE_KIND_NKI:
+      kind = exec::ExecutableBodyKind::kNki;
+      break;
     default:
       return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                           absl::StrFormat("executables of kind %s are not supported",

@@ -77,6 +77,8 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "nki",
+    "nki_op",
     "reset_peak_memory_stats",
     "set_device",
     "stream",
@@ -145,3 +147,5 @@ def _register():
 _register()
 
 from torch_neuronx import neff  # noqa: E402,F401  (torch_neuronx.neff.load)
+from torch_neuronx._nki_op import nki_op  # noqa: E402,F401
+import nki  # noqa: E402,F401  (torch_neuronx.nki, as AWS's docs import it)

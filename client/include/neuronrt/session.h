@@ -17,6 +17,7 @@
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/eager_op.h"
 #include "neuron/rtd/graph_plan.h"
+#include "neuron/rtd/nki_kernel.h"
 #include "neuronrt/client.h"
 #include "neuronrt/profiling.h"
 
@@ -192,7 +193,7 @@ class Session {
   absl::StatusOr<std::shared_ptr<Stream>> CreateStream(uint32_t core, int32_t priority = 0);
 
   // What a serialized neuron.rtd.v1.ExecutableBody holds.
-  enum class ExecutableKind { kEagerOp, kGraph, kNeff };
+  enum class ExecutableKind { kEagerOp, kGraph, kNeff, kNki };
   // Loads an executable (a serialized neuron.rtd.v1.ExecutableBody of
   // `kind`) into the daemon, once per host: when any process already loaded
   // the same content, only its hash travels. The id is what Stream::Launch
@@ -207,6 +208,11 @@ class Session {
   // address indices the plan gives.
   absl::StatusOr<uint64_t> LoadGraph(const neuron::rtd::GraphPlan& plan,
                                      std::string_view name = {});
+  // Encodes a traced NKI kernel and loads it as LoadExecutable does. A
+  // LAUNCH of it passes the address of each HBM allocation at its
+  // address_index.
+  absl::StatusOr<uint64_t> LoadNkiKernel(const neuron::rtd::NkiKernelPlan& plan,
+                                         std::string_view name = {});
 
   // A tensor of a loaded NEFF, as the daemon's runtime reports it.
   struct NeffTensor {

@@ -153,4 +153,52 @@ std::string EncodeGraph(const neuron::rtd::GraphPlan& plan) {
   return Serialize(body);
 }
 
+std::string EncodeNkiKernel(const neuron::rtd::NkiKernelPlan& plan) {
+  namespace rtd = neuron::rtd;
+  v1::ExecutableBody body;
+  v1::NkiKernel* kernel = body.mutable_nki_kernel();
+  kernel->set_name(plan.name);
+  v1::NkiTarget* target = kernel->mutable_target();
+  target->set_partitions(plan.target.partitions);
+  target->set_sbuf_partition_bytes(plan.target.sbuf_partition_bytes);
+  target->set_psum_partition_bytes(plan.target.psum_partition_bytes);
+  for (const rtd::NkiAllocation& allocation : plan.allocations) {
+    v1::NkiAllocation* encoded = kernel->add_allocations();
+    encoded->set_space(static_cast<v1::NkiAllocation::Space>(allocation.space));
+    encoded->set_dtype(static_cast<v1::ScalarType>(allocation.dtype));
+    encoded->set_name(allocation.name);
+    encoded->set_address_index(allocation.address_index);
+    encoded->set_elements(allocation.elements);
+    encoded->set_partitions(allocation.partitions);
+    encoded->set_free_elements(allocation.free_elements);
+    encoded->set_partition_start(allocation.partition_start);
+    encoded->set_byte_offset(allocation.byte_offset);
+  }
+  for (const rtd::NkiInstruction& instruction : plan.instructions) {
+    v1::NkiInstruction* encoded = kernel->add_instructions();
+    encoded->set_opcode(std::string(rtd::NkiOpcodeName(instruction.opcode)));
+    for (const std::optional<rtd::NkiAccess>& operand : instruction.operands) {
+      v1::NkiOperand* encoded_operand = encoded->add_operands();
+      if (!operand) continue;
+      v1::NkiAccess* access = encoded_operand->mutable_access();
+      access->set_allocation(operand->allocation);
+      access->set_offset(operand->offset);
+      for (const rtd::NkiDim& dim : operand->dims) {
+        access->add_strides(dim.stride);
+        access->add_counts(dim.count);
+      }
+    }
+    for (rtd::NkiAluOp op : instruction.alu) {
+      encoded->add_alu(op == rtd::NkiAluOp::kCount ? "" : std::string(rtd::NkiAluOpName(op)));
+    }
+    encoded->set_activation(std::string(rtd::NkiActivationName(instruction.activation)));
+    encoded->mutable_scalars()->Add(instruction.scalars.begin(), instruction.scalars.end());
+    for (bool flag : instruction.flags) encoded->add_flags(flag);
+    encoded->mutable_axes()->Add(instruction.axes.begin(), instruction.axes.end());
+    encoded->set_source(instruction.source);
+  }
+  for (const std::string& location : plan.source_locations) kernel->add_source_locations(location);
+  return Serialize(body);
+}
+
 }  // namespace neuronrt::internal

@@ -143,6 +143,7 @@ CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
         .name = executable.name(),
         .kind = executable.kind() == v1::EXECUTABLE_KIND_GRAPH  ? "graph"
                 : executable.kind() == v1::EXECUTABLE_KIND_NEFF ? "neff"
+                : executable.kind() == v1::EXECUTABLE_KIND_NKI  ? "nki"
                                                                 : "eager_op",
         .bytes = executable.bytes(),
         .holders = executable.holders(),

@@ -9,8 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "daemon/hal/sim/aten_executable.h"
-#include "daemon/hal/sim/graph_executable.h"
+#include "daemon/hal/sim/sim_backend.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
 
@@ -42,7 +41,7 @@ std::string Env(const char* name) {
   return value != nullptr ? value : "";
 }
 
-// The tensors at launch addresses of an eager op or a graph.
+// The tensors at launch addresses of an eager op, a graph or an NKI kernel.
 std::vector<TensorLayout> BoundTensors(const ExecutableSpec& spec) {
   std::vector<TensorLayout> bound;
   if (const auto* op = std::get_if<EagerOpPlan>(&spec)) {
@@ -61,6 +60,14 @@ std::vector<TensorLayout> BoundTensors(const ExecutableSpec& spec) {
   } else if (const auto* graph = std::get_if<GraphPlan>(&spec)) {
     bound = graph->inputs;
     for (const GraphOutput& output : graph->outputs) bound.push_back(output.destination);
+  } else if (const auto* kernel = std::get_if<NkiKernelPlan>(&spec)) {
+    for (const NkiAllocation& allocation : kernel->allocations) {
+      if (allocation.space != NkiSpace::kHbm) continue;
+      bound.push_back(TensorLayout{.dtype = allocation.dtype,
+                                   .sizes = {allocation.elements},
+                                   .strides = {1},
+                                   .address_index = allocation.address_index});
+    }
   }
   return bound;
 }
@@ -110,9 +117,7 @@ absl::StatusOr<std::unique_ptr<Executable>> NrtBackend::PrepareExecutable(
     const ExecutableSpec& spec) {
   if (const auto* neff = std::get_if<NeffPlan>(&spec)) return PrepareNeff(*neff);
   absl::StatusOr<std::unique_ptr<sim::SimExecutable>> host =
-      std::holds_alternative<EagerOpPlan>(spec)
-          ? sim::PrepareAtenExecutable(std::get<EagerOpPlan>(spec))
-          : sim::PrepareGraphExecutable(std::get<GraphPlan>(spec), graph_compiler_);
+      sim::PrepareHostExecutable(spec, graph_compiler_);
   if (!host.ok()) return host.status();
   return std::unique_ptr<Executable>(
       std::make_unique<HostExecutable>(*std::move(host), BoundTensors(spec)));

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/hal/sim/aten_executable.h"
 #include "daemon/hal/sim/graph_executable.h"
+#include "daemon/hal/sim/nki/nki_executable.h"
 
 namespace neuron::rtd::hal::sim {
 
@@ -22,12 +23,19 @@ absl::StatusOr<std::unique_ptr<Executable>> SimBackend::PrepareExecutable(
         "NEFF '", neff->name, "' needs real Trainium: NEFFs run on neuron-rtd's nrt backend "
         "([device] backend = \"nrt\"); this daemon runs the simulated device (sim)"));
   }
-  absl::StatusOr<std::unique_ptr<SimExecutable>> prepared =
-      std::holds_alternative<EagerOpPlan>(spec)
-          ? PrepareAtenExecutable(std::get<EagerOpPlan>(spec))
-          : PrepareGraphExecutable(std::get<GraphPlan>(spec), graph_compiler_);
+  absl::StatusOr<std::unique_ptr<SimExecutable>> prepared = PrepareHostExecutable(spec, graph_compiler_);
   if (!prepared.ok()) return prepared.status();
   return std::unique_ptr<Executable>(*std::move(prepared));
+}
+
+absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareHostExecutable(
+    const ExecutableSpec& spec, compiler::GraphCompiler* graph_compiler) {
+  if (const auto* op = std::get_if<EagerOpPlan>(&spec)) return PrepareAtenExecutable(*op);
+  if (const auto* graph = std::get_if<GraphPlan>(&spec)) {
+    return PrepareGraphExecutable(*graph, graph_compiler);
+  }
+  if (const auto* kernel = std::get_if<NkiKernelPlan>(&spec)) return PrepareNkiExecutable(*kernel);
+  return absl::InvalidArgumentError("a NEFF does not run on the host");
 }
 
 std::string LinkedTorchVersion() { return TORCH_VERSION; }

@@ -49,6 +49,11 @@ class SimBackend final : public Backend {
   compiler::GraphCompiler* const graph_compiler_;
 };
 
+// What the sim runs on host CPUs for an eager op, a graph or an NKI kernel
+// (the nrt backend's host execution path too); INVALID_ARGUMENT for a NEFF.
+absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareHostExecutable(
+    const ExecutableSpec& spec, compiler::GraphCompiler* graph_compiler);
+
 // The version of the torch the sim runs kernels with ("2.13.0"): compiled
 // graphs must be built by the same.
 std::string LinkedTorchVersion();

@@ -9,6 +9,8 @@ uint32_t ElementBytes(int32_t dtype) {
     case 0:   // uint8
     case 1:   // int8
     case 11:  // bool
+    case 23:  // float8_e5m2
+    case 24:  // float8_e4m3fn
       return 1;
     case 2:   // int16
     case 27:  // uint16

@@ -14,6 +14,7 @@
 #include "csrc/aten/GenericOp.h"
 #include "csrc/python/CompiledGraphBindings.h"
 #include "csrc/python/NeffBindings.h"
+#include "csrc/python/NkiBindings.h"
 #include "csrc/python/DistributedBindings.h"
 #include "csrc/python/MemoryHistoryBindings.h"
 #include "csrc/python/ProfilerBindings.h"
@@ -231,6 +232,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_manual_seed_all", [](uint64_t seed) { ManualSeedAll(seed); });
   BindCompiledGraph(m);
   BindNeff(m);
+  BindNki(m);
   BindDistributed(m);
   BindMemoryHistory(m);
   BindProfiler(m);

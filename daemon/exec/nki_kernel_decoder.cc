@@ -1,0 +1,134 @@
+#include "daemon/exec/nki_kernel_decoder.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_format.h"
+
+namespace neuron::rtd::exec {
+namespace {
+
+namespace v1 = neuron::rtd::v1;
+
+absl::Status Invalid(std::string_view kernel, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("NKI kernel '%s': %s", kernel.substr(0, kNkiMaxStringBytes), what));
+}
+
+hal::NkiAccess ToAccess(const v1::NkiAccess& access) {
+  hal::NkiAccess decoded{.allocation = access.allocation(), .offset = access.offset(), .dims = {}};
+  const int dims = std::min(access.strides_size(), access.counts_size());
+  for (int k = 0; k < dims; ++k) {
+    decoded.dims.push_back(hal::NkiDim{.stride = access.strides(k), .count = access.counts(k)});
+  }
+  return decoded;
+}
+
+absl::StatusOr<hal::NkiInstruction> ToInstruction(const v1::NkiInstruction& instruction,
+                                                  int index) {
+  const std::string where = absl::StrFormat("instruction %d", index);
+  hal::NkiInstruction decoded;
+  const std::optional<hal::NkiOpcode> opcode = NkiOpcodeNamed(instruction.opcode());
+  if (!opcode) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: unknown opcode '%s'", where, instruction.opcode().substr(0, kNkiMaxStringBytes)));
+  }
+  decoded.opcode = *opcode;
+  // Bounds before copying; CheckNkiKernel checks the exact counts.
+  if (instruction.operands_size() > 8 ||
+      instruction.alu_size() > 4 || instruction.scalars_size() > 4 ||
+      instruction.flags_size() > 4 || instruction.axes_size() > 8) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: too many fields", where));
+  }
+  for (const v1::NkiOperand& operand : instruction.operands()) {
+    if (!operand.has_access()) {
+      decoded.operands.emplace_back(std::nullopt);
+      continue;
+    }
+    if (operand.access().strides_size() != operand.access().counts_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: an access has %d strides and %d counts", where,
+                          operand.access().strides_size(), operand.access().counts_size()));
+    }
+    decoded.operands.emplace_back(ToAccess(operand.access()));
+  }
+  for (const std::string& name : instruction.alu()) {
+    if (name.empty()) {
+      decoded.alu.push_back(hal::NkiAluOp::kCount);
+      continue;
+    }
+    const std::optional<hal::NkiAluOp> op = NkiAluOpNamed(name);
+    if (!op) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: unknown operator '%s'", where, name.substr(0, kNkiMaxStringBytes)));
+    }
+    decoded.alu.push_back(*op);
+  }
+  const std::optional<hal::NkiActivation> activation =
+      NkiActivationNamed(instruction.activation());
+  if (!activation) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: unknown activation function '%s'", where,
+                        instruction.activation().substr(0, kNkiMaxStringBytes)));
+  }
+  decoded.activation = *activation;
+  decoded.scalars.assign(instruction.scalars().begin(), instruction.scalars().end());
+  decoded.flags.assign(instruction.flags().begin(), instruction.flags().end());
+  decoded.axes.assign(instruction.axes().begin(), instruction.axes().end());
+  decoded.source = instruction.source();
+  return decoded;
+}
+
+}  // namespace
+
+absl::StatusOr<Executable> DecodeNkiKernel(const v1::NkiKernel& kernel) {
+  const std::string& name = kernel.name();
+  if (kernel.allocations_size() > static_cast<int>(kNkiMaxAllocations) ||
+      kernel.instructions_size() > static_cast<int>(kNkiMaxInstructions) ||
+      kernel.source_locations_size() > static_cast<int>(kNkiMaxInstructions)) {
+    return Invalid(name, absl::StrFormat("%d allocations and %d instructions (at most %d and %d)",
+                                         kernel.allocations_size(), kernel.instructions_size(),
+                                         kNkiMaxAllocations, kNkiMaxInstructions));
+  }
+  hal::NkiKernelPlan plan;
+  plan.name = name;
+  plan.target = hal::NkiTarget{.partitions = kernel.target().partitions(),
+                               .sbuf_partition_bytes = kernel.target().sbuf_partition_bytes(),
+                               .psum_partition_bytes = kernel.target().psum_partition_bytes()};
+  for (const v1::NkiAllocation& allocation : kernel.allocations()) {
+    plan.allocations.push_back(hal::NkiAllocation{
+        .space = static_cast<hal::NkiSpace>(allocation.space()),
+        .dtype = static_cast<int32_t>(allocation.dtype()),
+        .name = allocation.name(),
+        .address_index = allocation.address_index(),
+        .elements = allocation.elements(),
+        .partitions = allocation.partitions(),
+        .free_elements = allocation.free_elements(),
+        .partition_start = allocation.partition_start(),
+        .byte_offset = allocation.byte_offset()});
+  }
+  for (int i = 0; i < kernel.instructions_size(); ++i) {
+    absl::StatusOr<hal::NkiInstruction> instruction = ToInstruction(kernel.instructions(i), i);
+    if (!instruction.ok()) return Invalid(name, std::string(instruction.status().message()));
+    plan.instructions.push_back(*std::move(instruction));
+  }
+  plan.source_locations.assign(kernel.source_locations().begin(),
+                               kernel.source_locations().end());
+  if (std::string bad = CheckNkiKernel(plan); !bad.empty()) return Invalid(name, bad);
+
+  Executable executable;
+  executable.description = absl::StrFormat("NKI kernel '%s'", name);
+  for (const hal::NkiAllocation& allocation : plan.allocations) {
+    if (allocation.space != hal::NkiSpace::kHbm) continue;
+    executable.launch_tensors.push_back(hal::TensorLayout{.dtype = allocation.dtype,
+                                                          .sizes = {allocation.elements},
+                                                          .strides = {1},
+                                                          .address_index =
+                                                              allocation.address_index});
+    executable.address_count = std::max(executable.address_count, allocation.address_index + 1);
+  }
+  executable.spec = std::move(plan);
+  return executable;
+}
+
+}  // namespace neuron::rtd::exec

@@ -1,0 +1,333 @@
+"""@nki.jit kernels: traced once per argument signature, then run on the
+device (neuron tensors: one launch on the current stream), in this process
+(CPU tensors or NumPy arrays: nki.simulate), or only traced (fake and meta
+tensors: torch.compile and custom ops' fake implementations)."""
+
+import functools
+import inspect
+import itertools
+import time
+
+import torch
+
+from nki import _target, _trace
+from nki._trace import NkiTensor, NkiValidationError
+
+def _storage_extent(tensor):
+    if tensor.numel() == 0:
+        return 0
+    return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def _is_fake(tensor):
+    return isinstance(tensor, torch._subclasses.FakeTensor) or tensor.device.type == "meta"
+
+
+def _constant_key(name, value):
+    if isinstance(value, list):
+        raise TypeError(f"kernel argument '{name}' is a list: NKI kernels take tuples")
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"kernel argument '{name}' of type {type(value).__name__} is not "
+                        "hashable: kernels take tensors and compile-time constants") from None
+    return ("constant", type(value).__name__, value)
+
+
+class TracedKernel:
+    """One specialization of a kernel: its plan, what it returns, and the
+    HBM buffers a launch passes (address i: tensor argument i, then outputs
+    and scratch)."""
+
+    def __init__(self, name, trace, arguments, outputs, returns, plan, seconds):
+        self.name = name
+        self.trace = trace
+        self.arguments = arguments
+        self.outputs = outputs
+        self.returns = returns
+        self.plan = plan
+        self.trace_seconds = seconds
+        self.address_count = max((a.address_index + 1 for a in trace.allocations
+                                  if a.space == "hbm"), default=0)
+        self.launched = False
+
+    @property
+    def instruction_count(self):
+        return len(self.trace.instructions)
+
+    def buffers(self, tensors, device):
+        """Tensors for every address: the arguments, new outputs and scratch."""
+        hbm = [None] * self.address_count
+        for allocation, tensor in zip(self.arguments, tensors):
+            hbm[allocation.address_index] = tensor
+        results = []
+        for allocation in self.trace.allocations:
+            if allocation.space != "hbm" or allocation.role == "argument":
+                continue
+            shape = allocation.shape if allocation.role == "output" else (allocation.elements,)
+            hbm[allocation.address_index] = torch.empty(shape, dtype=allocation.dtype,
+                                                        device=device)
+        for allocation in self.outputs:
+            results.append(hbm[allocation.address_index])
+        return hbm, results
+
+    def result(self, outputs):
+        if self.returns == "none":
+            return None
+        if self.returns == "single":
+            return outputs[0]
+        return tuple(outputs)
+
+
+class Kernel:
+    """A function decorated with @nki.jit. Call it with tensors; index it
+    with a launch grid (`kernel[2](...)`, `kernel[2, 2](...)`) to run that
+    many instances, each seeing its nl.program_id, one after another on the
+    core."""
+
+    def __init__(self, function, grid=(1,), cache=None):
+        functools.update_wrapper(self, function)
+        self.function = function
+        self.grid = grid
+        self._cache = {} if cache is None else cache
+        self._signature = inspect.signature(function)
+
+    def __getitem__(self, grid):
+        grid = tuple(grid) if isinstance(grid, tuple) else (grid,)
+        if not grid or any(not isinstance(g, int) or g < 1 for g in grid):
+            raise ValueError(f"a launch grid is positive integers, not {grid}")
+        return Kernel(self.function, grid, self._cache)
+
+    def __repr__(self):
+        return f"<nki kernel {self.__name__}>"
+
+    def __call__(self, *args, **kwargs):
+        return self.run(args, kwargs)
+
+    def run(self, args, kwargs, mode=None):
+        if _trace.active() is not None:
+            # A kernel called from a kernel is inlined, as NKI's compiler does.
+            if self.grid != (1,):
+                _trace.fail("err_nested_kernel_with_spmd_grid",
+                            "a kernel called from a kernel takes no launch grid")
+            return self.function(*args, **kwargs)
+        bound, tensors, names, key, numpy_arguments = self._bind(args, kwargs)
+        mode = mode or self._mode(tensors)
+        if mode == "device" and torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            raise RuntimeError(
+                f"NKI kernel '{self.__name__}' was called on tensors that require grad: autograd "
+                "cannot see into a kernel. Wrap it in torch_neuronx.nki_op and give the op a "
+                "backward with register_autograd.")
+        traced = self._cache.get(key)
+        if traced is None:
+            traced = self._trace(bound, names)
+            self._cache[key] = traced
+        if mode == "fake":
+            device = tensors[0].device if tensors else torch.device("meta")
+            outputs = [torch.empty(a.shape, dtype=a.dtype, device=device)
+                       for a in traced.outputs]
+            return traced.result(outputs)
+        if mode == "simulate":
+            return self._simulate(traced, tensors, numpy_arguments)
+        return self._launch(traced, tensors)
+
+    def _bind(self, args, kwargs):
+        """The call's arguments (NumPy arrays as tensors sharing their
+        memory), its tensors and their names, and its cache key."""
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        tensors, names, key, numpy_arguments = [], [], [self.grid, _target.current().name], []
+        for name, value in bound.arguments.items():
+            if _is_numpy(value):
+                numpy_arguments.append(name)
+                value = torch.from_numpy(value)
+                bound.arguments[name] = value
+            if isinstance(value, torch.Tensor):
+                tensors.append(value)
+                names.append(name)
+                key.append((name, tuple(value.shape), tuple(value.stride()), value.dtype))
+            else:
+                key.append((name, _constant_key(name, value)))
+        return bound, tensors, names, tuple(key), numpy_arguments
+
+    @staticmethod
+    def _mode(tensors):
+        if any(_is_fake(t) for t in tensors):
+            return "fake"
+        types = {t.device.type for t in tensors}
+        if types <= {"neuron"} and types:
+            return "device"
+        if types <= {"cpu"}:
+            return "simulate"
+        raise ValueError(f"an NKI kernel runs on neuron tensors (or CPU tensors with "
+                         f"nki.simulate); got tensors on {sorted(types)}")
+
+    def _trace(self, bound, names):
+        started = time.perf_counter()
+        trace = _trace.Trace(self.__name__, _target.current())
+        trace.grid = self.grid
+        arguments = []
+        with _trace.tracing(trace):
+            for position, name in enumerate(names):
+                tensor = bound.arguments[name]
+                allocation = trace.allocate(_trace.hbm, tensor.dtype, tuple(tensor.shape), name,
+                                            role="argument")
+                allocation.argument = position
+                allocation.address_index = position
+                allocation.elements = _storage_extent(tensor)
+                arguments.append(allocation)
+                bound.arguments[name] = NkiTensor(allocation, tensor.shape, tensor.stride())
+            returned = None
+            for instance in itertools.product(*(range(g) for g in self.grid)):
+                trace.begin_instance(instance)
+                returned = self.function(*bound.args, **bound.kwargs)
+        outputs, returns = self._outputs(returned, arguments)
+        next_address = len(arguments)
+        for index, allocation in enumerate(trace.allocations):
+            allocation.index = index
+            if allocation.space == "hbm" and allocation.role != "argument":
+                allocation.address_index = next_address
+                next_address += 1
+        _trace.place_tiles(trace)
+        plan = _build_plan(trace)
+        return TracedKernel(self.__name__, trace, arguments, outputs, returns, plan,
+                            time.perf_counter() - started)
+
+    def _outputs(self, returned, arguments):
+        if returned is None:
+            if not any(a.written for a in arguments):
+                raise NkiValidationError(
+                    "err_tensor_output_not_written_to",
+                    f"kernel '{self.__name__}' returns nothing and writes none of its HBM "
+                    "arguments: return an nl.shared_hbm tensor or write an output parameter",
+                    f"{inspect.getsourcefile(self.function)}:"
+                    f"{self.function.__code__.co_firstlineno}")
+            return [], "none"
+        single = isinstance(returned, NkiTensor)
+        values = [returned] if single else returned
+        if not isinstance(values, (tuple, list)) or \
+                not all(isinstance(v, NkiTensor) for v in values):
+            raise TypeError(f"kernel '{self.__name__}' returns {type(returned).__name__}: a "
+                            "kernel returns nothing, an nl.shared_hbm tensor or a tuple of them")
+        outputs = []
+        for value in values:
+            allocation = value._allocation
+            if allocation.space != "hbm":
+                raise NkiValidationError(
+                    "err_unsupported_memory", f"kernel '{self.__name__}' returns tile "
+                    f"'{allocation.name}' in {allocation.space}: returned outputs are "
+                    "nl.shared_hbm tensors", allocation.location)
+            if allocation.role == "argument":
+                outputs.append(allocation)
+                continue
+            if allocation.buffer is not _trace.shared_hbm:
+                raise NkiValidationError(
+                    "err_unsupported_memory", f"kernel '{self.__name__}' returns "
+                    f"'{allocation.name}' in nl.hbm: returned outputs are nl.shared_hbm "
+                    "tensors", allocation.location)
+            if not allocation.written:
+                raise NkiValidationError(
+                    "err_tensor_output_not_written_to", f"output tensor '{allocation.name}' of "
+                    f"kernel '{self.__name__}' is never written", allocation.location)
+            outputs.append(allocation)
+        return outputs, "single" if single else "tuple"
+
+    def _launch(self, traced, tensors):
+        from torch_neuronx import _C
+        if tensors:
+            device = tensors[0].device
+            for tensor in tensors:
+                if tensor.device != device:
+                    raise ValueError(f"NKI kernel '{self.__name__}' got tensors on {device} and "
+                                     f"{tensor.device}")
+        else:
+            device = torch.device("neuron", torch.neuron.current_device())
+        index = device.index if device.index is not None else torch.neuron.current_device()
+        hbm, outputs = traced.buffers(tensors, device)
+        _C._nki_launch(traced.plan, hbm, index, not traced.launched)
+        traced.launched = True
+        return traced.result(self._argument_results(traced, tensors, outputs))
+
+    def _simulate(self, traced, tensors, numpy_arguments):
+        from torch_neuronx import _C
+        hbm, outputs = traced.buffers(tensors, torch.device("cpu"))
+        _C._nki_simulate(traced.plan, hbm)
+        results = self._argument_results(traced, tensors, outputs)
+        if numpy_arguments:
+            results = [r.numpy() for r in results]
+        return traced.result(results)
+
+    @staticmethod
+    def _argument_results(traced, tensors, outputs):
+        # A kernel may return one of its HBM arguments (written in place).
+        results = []
+        for allocation, output in zip(traced.outputs, outputs):
+            results.append(tensors[allocation.argument] if allocation.role == "argument"
+                           else output)
+        return results
+
+
+def _is_numpy(value):
+    module = type(value).__module__
+    return module == "numpy" and type(value).__name__ == "ndarray"
+
+
+def _build_plan(trace):
+    from torch_neuronx import _C
+    target = trace.target
+    allocations = []
+    for allocation in trace.allocations:
+        if allocation.space == "hbm":
+            allocations.append((0, allocation.dtype, allocation.name, allocation.address_index,
+                                allocation.elements, 0, 0, 0, 0))
+        else:
+            allocations.append((_trace.SPACE_CODES[allocation.space], allocation.dtype,
+                                allocation.name, 0, 0, allocation.shape[0],
+                                allocation.free_elements, 0, allocation.byte_offset))
+    instructions = []
+    for opcode, operands, alu, activation, scalars, flags, axes, source in trace.instructions:
+        instructions.append((opcode, [None if o is None else o.access() for o in operands], alu,
+                             activation, scalars, flags, axes, source))
+    return _C._nki_plan(trace.name, (target.partitions, target.sbuf_partition_bytes,
+                                     target.psum_partition_bytes),
+                        allocations, instructions, trace.locations)
+
+
+def jit(function=None, **options):
+    """Makes `function` an NKI kernel (a Kernel). Options of AWS's nki.jit
+    that pick a compiler mode or platform (mode=, platform_target=) were
+    removed from NKI; the target comes from NEURON_PLATFORM_TARGET_OVERRIDE."""
+    if options:
+        raise TypeError(f"nki.jit takes no options here; got {sorted(options)}")
+    if function is None:
+        return jit
+    return Kernel(function)
+
+
+def simulate(kernel):
+    """kernel, run in this process on CPU tensors or NumPy arrays by the same
+    interpreter neuron-rtd uses; no daemon needed. HBM arguments the kernel
+    writes are updated in place."""
+    if not isinstance(kernel, Kernel):
+        kernel = Kernel(kernel)
+
+    def run(*args, **kwargs):
+        return kernel.run(args, kwargs, mode="simulate")
+
+    return run
+
+
+def simulate_kernel(kernel, *args, **kwargs):
+    """The legacy spelling of nki.simulate(kernel)(*args)."""
+    return simulate(kernel)(*args, **kwargs)
+
+
+def trace(kernel, *args, **kwargs):
+    """Traces `kernel` for these arguments without running it; returns the
+    TracedKernel (its instruction count, trace time and tiles)."""
+    if not isinstance(kernel, Kernel):
+        kernel = Kernel(kernel)
+    fakes = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device="meta")
+             if isinstance(a, torch.Tensor) else a for a in args]
+    kernel.run(fakes, kwargs, mode="fake")
+    return kernel._cache[kernel._bind(fakes, kwargs)[3]]
