@@ -176,6 +176,20 @@ def test_language_functions_lower_to_the_right_instructions():
     torch.testing.assert_close(kernel(x).cpu(), expected, atol=1e-5, rtol=1e-4)
 
 
+def test_iota_and_transpose():
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        positions = nl.ndarray((16, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.iota(positions, [[1, 8]], offset=3, channel_multiplier=8)
+        nl.store(out, value=nl.transpose(nl.add(positions, nl.load(x))))
+        return out
+
+    x = torch.randn(16, 8, device="neuron")
+    expected = (torch.arange(128, dtype=torch.float32).reshape(16, 8) + 3 + x.cpu()).T
+    torch.testing.assert_close(kernel(x).cpu(), expected)
+
+
 # -- nki.simulate -------------------------------------------------------------
 
 def test_simulate_runs_the_same_interpreter_in_process_on_numpy_and_cpu_tensors():

@@ -141,6 +141,18 @@ TEST_F(NkiInterpreterTest, NewTilesHoldNanAndDisagreeingOperandsNameTheInstructi
               HasSubstr("NKI kernel 'k' instruction 0 (tensor_tensor) at k.py:7"));
 }
 
+TEST_F(NkiInterpreterTest, AValueATileCannotHoldFailsTheInstructionNotTheProcess) {
+  // ATen throws std::runtime_error, not c10::Error, for this conversion.
+  NkiKernelPlan plan;
+  plan.allocations = {OnChip(NkiSpace::kSbuf, /*float16=*/5, 2, 4)};
+  plan.instructions = {
+      {.opcode = NkiOpcode::kMemset, .operands = {Whole(0, 2, 4)}, .scalars = {1e300}}};
+  std::vector<at::Tensor> tensors;
+  const absl::Status status = Run(plan, tensors);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("instruction 0 (memset)"));
+}
+
 TEST_F(NkiInterpreterTest, RefusesABufferSmallerThanItsAllocation) {
   NkiKernelPlan plan;
   plan.allocations = {Hbm(0, kFloat, 8)};

@@ -378,15 +378,23 @@ absl::Status RunNkiKernel(const NkiKernelPlan& plan, std::span<const NkiHbmBuffe
   machine.PoisonTiles();
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const NkiInstruction& instruction = plan.instructions[i];
-    try {
-      machine.Execute(instruction);
-    } catch (const c10::Error& error) {
+    auto failure = [&](std::string_view message) {
       const std::string location = instruction.source < plan.source_locations.size()
                                        ? " at " + plan.source_locations[instruction.source]
                                        : "";
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "NKI kernel '%s' instruction %d (%s)%s: %s", plan.name, i,
-          NkiOpcodeName(instruction.opcode), location, error.what_without_backtrace()));
+      return absl::InvalidArgumentError(absl::StrFormat("NKI kernel '%s' instruction %d (%s)%s: %s",
+                                                        plan.name, i,
+                                                        NkiOpcodeName(instruction.opcode),
+                                                        location, message));
+    };
+    try {
+      machine.Execute(instruction);
+    } catch (const c10::Error& error) {
+      return failure(error.what_without_backtrace());
+    } catch (const std::exception& error) {
+      // ATen's conversions throw std::runtime_error (a memset value a
+      // float16 tile cannot hold).
+      return failure(error.what());
     }
   }
   return absl::OkStatus();
