@@ -23,6 +23,7 @@ import data_plane  # noqa: E402
 import first_op  # noqa: E402
 import exporter  # noqa: E402
 import neuronctl_top  # noqa: E402
+import nki_kernels  # noqa: E402
 import nrt_backend  # noqa: E402
 import profiler  # noqa: E402
 import resnet_step  # noqa: E402
@@ -31,7 +32,7 @@ import train_step  # noqa: E402
 
 BENCHMARKS = [daemon_startup, first_op, data_plane, core_sharing, train_step, resnet_step,
               titan_llama, compiled_step, allreduce, profiler, nrt_backend,
-              neuronctl_top, exporter]
+              neuronctl_top, exporter, nki_kernels]
 
 
 def main() -> int:

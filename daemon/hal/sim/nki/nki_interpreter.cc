@@ -1,6 +1,7 @@
 #include "daemon/hal/sim/nki/nki_interpreter.h"
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <c10/core/InferenceMode.h>
 
 #include <cmath>
@@ -40,10 +41,29 @@ class Machine {
     return absl::OkStatus();
   }
 
-  // Fills every tile with the uninitialized-memory pattern.
-  void PoisonTiles() {
-    for (const NkiAllocation& allocation : plan_.allocations) {
-      if (allocation.space == NkiSpace::kHbm) continue;
+  // Fills with the uninitialized-memory pattern every tile that some
+  // instruction reads before an instruction has written all of it: a tile
+  // written whole first needs no fill, which spares most kernels a fill of
+  // every tile on every launch.
+  void PoisonTilesReadBeforeWritten() {
+    std::vector<bool> written(plan_.allocations.size(), false);
+    std::vector<bool> poison(plan_.allocations.size(), false);
+    for (const NkiInstruction& instruction : plan_.instructions) {
+      for (size_t i = 0; i < instruction.operands.size(); ++i) {
+        const std::optional<NkiAccess>& operand = instruction.operands[i];
+        if (!operand || IsPureWrite(instruction, i)) continue;
+        if (!written[operand->allocation]) poison[operand->allocation] = true;
+      }
+      for (size_t i = 0; i < instruction.operands.size(); ++i) {
+        const std::optional<NkiAccess>& operand = instruction.operands[i];
+        if (operand && IsPureWrite(instruction, i) && CoversAllocation(*operand)) {
+          written[operand->allocation] = true;
+        }
+      }
+    }
+    for (size_t a = 0; a < plan_.allocations.size(); ++a) {
+      const NkiAllocation& allocation = plan_.allocations[a];
+      if (allocation.space == NkiSpace::kHbm || !poison[a]) continue;
       at::Tensor tile = Whole(allocation);
       if (at::isFloatingType(tile.scalar_type())) {
         tile.fill_(std::numeric_limits<float>::quiet_NaN());
@@ -68,7 +88,10 @@ class Machine {
         const at::Tensor data2 = Float(View(*operands[2]));
         TORCH_CHECK(data1.numel() == data2.numel(), "data1 has ", data1.numel(),
                     " elements and data2 ", data2.numel());
-        Assign(View(*operands[0]), Alu(instruction.alu[0], data1, data2.reshape(data1.sizes())));
+        at::Tensor destination = View(*operands[0]);
+        if (!AluInto(instruction.alu[0], data1, data2.reshape(data1.sizes()), destination)) {
+          Assign(destination, Alu(instruction.alu[0], data1, data2.reshape(data1.sizes())));
+        }
         return;
       }
       case NkiOpcode::kTensorScalar: {
@@ -84,7 +107,9 @@ class Machine {
       }
       case NkiOpcode::kActivation: {
         at::Tensor x = Float(View(*operands[1]));
-        x = x * Operand(operands[3], instruction.scalars[0], x);
+        if (operands[3] || instruction.scalars[0] != 1.0) {
+          x = x * Operand(operands[3], instruction.scalars[0], x);
+        }
         if (operands[2]) x = x + Operand(operands[2], 0, x);
         const at::Tensor y = Activate(instruction.activation, x);
         Assign(View(*operands[0]), y);
@@ -153,6 +178,26 @@ class Machine {
   }
 
  private:
+  // Whether operand `i` of `instruction` is only written (a destination
+  // that is not also read, as an accumulating matmul's is).
+  static bool IsPureWrite(const NkiInstruction& instruction, size_t i) {
+    if (instruction.opcode == NkiOpcode::kMatmul && i == 0) return !instruction.flags[0];
+    return i == 0 || (instruction.opcode == NkiOpcode::kActivation && i == 4);
+  }
+
+  // Whether `access` is the whole tile: every partition, and free
+  // dimensions that walk its free elements contiguously.
+  bool CoversAllocation(const NkiAccess& access) const {
+    const NkiAllocation& allocation = plan_.allocations[access.allocation];
+    if (access.offset != 0 || access.dims[0].count != allocation.partitions) return false;
+    int64_t step = 1;
+    for (size_t k = access.dims.size(); k-- > 1;) {
+      if (access.dims[k].count != 1 && access.dims[k].stride != step) return false;
+      step *= access.dims[k].count;
+    }
+    return step == allocation.free_elements;
+  }
+
   at::Tensor Whole(const NkiAllocation& allocation) {
     const int64_t row = RowStride(allocation);
     return at::from_blob(TileStart(allocation), {allocation.partitions, allocation.free_elements},
@@ -231,6 +276,39 @@ class Machine {
     std::vector<int64_t> dims;
     for (int64_t k = 1; k < tensor.dim(); ++k) dims.push_back(k);
     return dims;
+  }
+
+  // Writes op(a, b) straight into `destination` (computed in float32,
+  // rounded once on the write) where ATen has an out= form and the shapes
+  // agree; false otherwise.
+  static bool AluInto(NkiAluOp op, const at::Tensor& a, const at::Tensor& b,
+                      at::Tensor& destination) {
+    // Elementwise out= forms allow an output that is exactly an input, not
+    // one that overlaps it in part.
+    auto separate = [&](const at::Tensor& input) {
+      const at::MemOverlapStatus overlap = at::get_overlap_status(destination, input);
+      return overlap == at::MemOverlapStatus::No || overlap == at::MemOverlapStatus::Full;
+    };
+    if (!destination.sizes().equals(a.sizes()) || !at::isFloatingType(destination.scalar_type()) ||
+        !separate(a) || !separate(b)) {
+      return false;
+    }
+    switch (op) {
+      case NkiAluOp::kAdd:
+        at::add_out(destination, a, b);
+        return true;
+      case NkiAluOp::kSubtract:
+        at::sub_out(destination, a, b);
+        return true;
+      case NkiAluOp::kMultiply:
+        at::mul_out(destination, a, b);
+        return true;
+      case NkiAluOp::kDivide:
+        at::div_out(destination, a, b);
+        return true;
+      default:
+        return false;
+    }
   }
 
   static at::Tensor Alu(NkiAluOp op, const at::Tensor& a, const at::Tensor& b) {
@@ -375,7 +453,7 @@ absl::Status RunNkiKernel(const NkiKernelPlan& plan, std::span<const NkiHbmBuffe
   Machine machine(plan, hbm, memory);
   if (absl::Status buffers = machine.CheckBuffers(); !buffers.ok()) return buffers;
   c10::InferenceMode inference;
-  machine.PoisonTiles();
+  machine.PoisonTilesReadBeforeWritten();
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const NkiInstruction& instruction = plan.instructions[i];
     auto failure = [&](std::string_view message) {

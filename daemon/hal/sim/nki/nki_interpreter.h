@@ -43,8 +43,9 @@ struct NkiHbmBuffer {
 
 // Runs `plan`, which CheckNkiKernel accepted, with HBM allocation i at
 // `hbm[address_index]`, on `memory` (which must hold the plan's target).
-// Tiles start filled with NaN (integer tiles with 4), as new memory on
-// AWS's simulator: a kernel that reads what it never wrote sees it.
+// A tile read before the kernel has written all of it starts filled with
+// NaN (integer tiles with 4), as new memory on AWS's simulator: a kernel
+// that reads what it never wrote sees it.
 // INVALID_ARGUMENT naming the instruction and its source line when an
 // instruction's operands disagree (element counts, shapes);
 // FAILED_PRECONDITION when a buffer is missing or too small.
