@@ -24,6 +24,7 @@ constexpr size_t kMaxStringBytes = 256;
 constexpr int kMaxGraphNodes = 1 << 16;
 constexpr uint64_t kMaxGraphValues = 1 << 20;
 constexpr int kMaxNodeReturns = 16;
+constexpr int kMaxGraphKernels = 1024;
 
 // Where an argument appears: an eager op's arguments are launch addresses,
 // a graph node's are the graph's values.
@@ -333,7 +334,8 @@ absl::StatusOr<Executable> DecodeGraph(const v1::GraphExecutable& graph) {
   for (int n = 0; n < graph.nodes_size(); ++n) {
     const v1::GraphNode& node = graph.nodes(n);
     const std::string at = absl::StrFormat("%s node %d", where, n);
-    if (absl::Status name = CheckOperatorName(node.name()); !name.ok()) {
+    if (absl::Status name = CheckOperatorName(node.name());
+        !name.ok() && node.name() != hal::kNkiCallNode) {
       return absl::Status(name.code(), absl::StrFormat("%s: %s", at, name.message()));
     }
     if (node.overload().size() > kMaxStringBytes) return Invalid(at, "overload name too long");
@@ -373,6 +375,17 @@ absl::StatusOr<Executable> DecodeGraph(const v1::GraphExecutable& graph) {
     absl::StatusOr<hal::TensorLayout> layout = ToLayout(output.destination(), at, decoding);
     if (!layout.ok()) return layout.status();
     plan.outputs.push_back(hal::GraphOutput{.value = *value, .destination = *std::move(layout)});
+  }
+  if (graph.nki_kernels_size() > kMaxGraphKernels) {
+    return Invalid(where, absl::StrFormat("%d NKI kernels (at most %d)", graph.nki_kernels_size(),
+                                          kMaxGraphKernels));
+  }
+  for (int k = 0; k < graph.nki_kernels_size(); ++k) {
+    absl::StatusOr<hal::NkiKernelPlan> kernel = DecodeNkiKernelPlan(graph.nki_kernels(k));
+    if (!kernel.ok()) {
+      return Invalid(where, absl::StrFormat("kernel %d: %s", k, kernel.status().message()));
+    }
+    plan.nki_kernels.push_back(*std::move(kernel));
   }
   if (graph.has_generator()) {
     if (graph.generator().offset() > NEURON_RTD_MAX_RECORD_BYTES) {

@@ -81,7 +81,7 @@ absl::StatusOr<hal::NkiInstruction> ToInstruction(const v1::NkiInstruction& inst
 
 }  // namespace
 
-absl::StatusOr<Executable> DecodeNkiKernel(const v1::NkiKernel& kernel) {
+absl::StatusOr<hal::NkiKernelPlan> DecodeNkiKernelPlan(const v1::NkiKernel& kernel) {
   const std::string& name = kernel.name();
   if (kernel.allocations_size() > static_cast<int>(kNkiMaxAllocations) ||
       kernel.instructions_size() > static_cast<int>(kNkiMaxInstructions) ||
@@ -105,7 +105,10 @@ absl::StatusOr<Executable> DecodeNkiKernel(const v1::NkiKernel& kernel) {
         .partitions = allocation.partitions(),
         .free_elements = allocation.free_elements(),
         .partition_start = allocation.partition_start(),
-        .byte_offset = allocation.byte_offset()});
+        .byte_offset = allocation.byte_offset(),
+        .shape = {}});
+    if (allocation.shape_size() > 8) return Invalid(name, "a shape of more than 8 dimensions");
+    plan.allocations.back().shape.assign(allocation.shape().begin(), allocation.shape().end());
   }
   for (int i = 0; i < kernel.instructions_size(); ++i) {
     absl::StatusOr<hal::NkiInstruction> instruction = ToInstruction(kernel.instructions(i), i);
@@ -115,10 +118,16 @@ absl::StatusOr<Executable> DecodeNkiKernel(const v1::NkiKernel& kernel) {
   plan.source_locations.assign(kernel.source_locations().begin(),
                                kernel.source_locations().end());
   if (std::string bad = CheckNkiKernel(plan); !bad.empty()) return Invalid(name, bad);
+  return plan;
+}
 
+absl::StatusOr<Executable> DecodeNkiKernel(const v1::NkiKernel& kernel) {
+  absl::StatusOr<hal::NkiKernelPlan> plan = DecodeNkiKernelPlan(kernel);
+  if (!plan.ok()) return plan.status();
+  const std::string& name = kernel.name();
   Executable executable;
   executable.description = absl::StrFormat("NKI kernel '%s'", name);
-  for (const hal::NkiAllocation& allocation : plan.allocations) {
+  for (const hal::NkiAllocation& allocation : plan->allocations) {
     if (allocation.space != hal::NkiSpace::kHbm) continue;
     executable.launch_tensors.push_back(hal::TensorLayout{.dtype = allocation.dtype,
                                                           .sizes = {allocation.elements},
@@ -127,7 +136,7 @@ absl::StatusOr<Executable> DecodeNkiKernel(const v1::NkiKernel& kernel) {
                                                               allocation.address_index});
     executable.address_count = std::max(executable.address_count, allocation.address_index + 1);
   }
-  executable.spec = std::move(plan);
+  executable.spec = *std::move(plan);
   return executable;
 }
 

@@ -15,6 +15,9 @@ namespace neuron::rtd::exec {
 // INVALID_ARGUMENT naming the kernel and what is wrong.
 absl::StatusOr<Executable> DecodeNkiKernel(const neuron::rtd::v1::NkiKernel& kernel);
 
+// The kernel as a plan, checked by CheckNkiKernel; for a graph's kernels.
+absl::StatusOr<hal::NkiKernelPlan> DecodeNkiKernelPlan(const neuron::rtd::v1::NkiKernel& kernel);
+
 }  // namespace neuron::rtd::exec
 
 #endif  // NEURON_RTD_DAEMON_EXEC_NKI_KERNEL_DECODER_H_

@@ -13,6 +13,7 @@ using ::neuron::rtd::GraphOutput;
 using ::neuron::rtd::GraphPlan;
 using ::neuron::rtd::GraphValue;
 using ::neuron::rtd::GraphValues;
+using ::neuron::rtd::kNkiCallNode;
 using ::neuron::rtd::kTensorReturn;
 using ::neuron::rtd::NodeResultCount;
 using ::neuron::rtd::OptionalGraphValues;

@@ -69,6 +69,63 @@ def test_sin_under_torch_compile_forward_and_backward():
     torch.testing.assert_close(x.grad.cpu(), cpu.cos(), atol=1e-5, rtol=1e-5)
 
 
+@torch_neuronx.nki_op("nki_test::add", mutates_args={})
+def nki_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return tensor_add.tensor_add_kernel(a, b)
+
+
+nki_add.register_autograd(lambda ctx, grad: (grad, grad))
+
+
+def test_under_torch_compile_kernels_are_nodes_of_the_graph_executables():
+    torch._dynamo.reset()
+    before = len(torch_neuronx.compiled_graphs())
+
+    def step(x, y):
+        return (sin_cos.pt_nki_sin_tiled(nki_add(x * 2, y)) + 1).sum()
+
+    compiled = torch.compile(step, backend="neuron")
+    x = torch.randn(256, 1024, device="neuron", requires_grad=True)
+    y = torch.randn(256, 1024, device="neuron")
+    loss = compiled(x, y)
+    loss.backward()
+    cpu_x = x.detach().cpu().requires_grad_()
+    expected = ((cpu_x * 2 + y.cpu()).sin() + 1).sum()
+    expected.backward()
+    torch.testing.assert_close(loss.detach().cpu(), expected.detach(), rtol=1e-4, atol=1e-2)
+    torch.testing.assert_close(x.grad.cpu(), cpu_x.grad, atol=1e-5, rtol=1e-5)
+    graphs = torch_neuronx.compiled_graphs()[before:]
+    assert [g["name"].split("_")[0] for g in graphs] == ["forward", "backward"]
+    for graph in graphs:
+        # Every node, the kernels' included, runs in the graph executable.
+        assert graph["client_nodes"] == [], graph
+
+
+def test_a_compiled_graph_that_runs_kernels_stays_interpreted():
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: sin_cos.pt_nki_sin_tiled(t) * 3, backend="neuron")
+    x = torch.randn(128, 512, device="neuron")
+    for _ in range(3):
+        out = compiled(x)
+    torch.testing.assert_close(out.cpu(), x.cpu().sin() * 3, atol=1e-5, rtol=1e-5)
+    states = [state for tier, state in torch_neuronx._C._graph_tiers().values()
+              if "NKI" in state and tier == 0]
+    assert states == ["interpreted (NKI kernels are not compiled)"] * len(states) and states
+
+
+def test_a_kernel_called_directly_in_a_compiled_function_breaks_the_graph_and_runs():
+    torch._dynamo.reset()
+
+    def function(x):
+        out = torch.empty_like(x)
+        sin_cos.sin_tiled_kernel(x * 2, out)
+        return out + 1
+
+    x = torch.randn(128, 512, device="neuron")
+    out = torch.compile(function, backend="neuron")(x)
+    torch.testing.assert_close(out.cpu(), (x.cpu() * 2).sin() + 1, atol=1e-5, rtol=1e-5)
+
+
 def test_a_bfloat16_sin_rounds_like_the_cpu():
     x = torch.randn(128, 512, dtype=torch.bfloat16, device="neuron")
     out = torch.empty_like(x)
@@ -369,9 +426,9 @@ def handmade_plan(instructions, allocations=None):
     """A kernel the tracer did not make: two HBM tensors of 128 x 4 floats
     and a tile of [128, 4] in SBUF."""
     allocations = allocations or [
-        (0, torch.float32, "x", 0, 512, 0, 0, 0, 0),
-        (0, torch.float32, "out", 1, 512, 0, 0, 0, 0),
-        (1, torch.float32, "tile", 0, 0, 128, 4, 0, 0),
+        (0, torch.float32, "x", 0, 512, 0, 0, 0, 0, [128, 4]),
+        (0, torch.float32, "out", 1, 512, 0, 0, 0, 0, [128, 4]),
+        (1, torch.float32, "tile", 0, 0, 128, 4, 0, 0, []),
     ]
     return torch_neuronx._C._nki_plan("handmade", (128, 212_984, 16_384), allocations,
                                       instructions, ["handmade.py:1"])

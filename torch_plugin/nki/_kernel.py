@@ -3,15 +3,35 @@ device (neuron tensors: one launch on the current stream), in this process
 (CPU tensors or NumPy arrays: nki.simulate), or only traced (fake and meta
 tensors: torch.compile and custom ops' fake implementations)."""
 
+import contextlib
 import functools
 import inspect
 import itertools
+import threading
 import time
 
 import torch
+import torch._compile
 
 from nki import _target, _trace
 from nki._trace import NkiTensor, NkiValidationError
+from torch_neuronx import _meta_kernels
+
+_capture = threading.local()
+
+
+@contextlib.contextmanager
+def capturing():
+    """Kernel calls inside become neuron_nki::call operators (what the
+    neuron backend's expansion of nki_op traces), on contiguous copies of
+    their tensors."""
+    previous = getattr(_capture, "active", False)
+    _capture.active = True
+    try:
+        yield
+    finally:
+        _capture.active = previous
+
 
 def _storage_extent(tensor):
     if tensor.numel() == 0:
@@ -39,13 +59,16 @@ class TracedKernel:
     HBM buffers a launch passes (address i: tensor argument i, then outputs
     and scratch)."""
 
-    def __init__(self, name, trace, arguments, outputs, returns, plan, seconds):
+    def __init__(self, name, trace, arguments, outputs, returns, description, seconds):
+        from torch_neuronx import _C
         self.name = name
         self.trace = trace
         self.arguments = arguments
         self.outputs = outputs
         self.returns = returns
-        self.plan = plan
+        # _C._nki_plan's arguments (plain data), and the plan made of them.
+        self.description = description
+        self.plan = _C._nki_plan(*description)
         self.trace_seconds = seconds
         self.address_count = max((a.address_index + 1 for a in trace.allocations
                                   if a.space == "hbm"), default=0)
@@ -54,6 +77,25 @@ class TracedKernel:
     @property
     def instruction_count(self):
         return len(self.trace.instructions)
+
+    @functools.cached_property
+    def written_allocations(self):
+        """The HBM allocations the kernel writes, in address order: what a
+        neuron_nki::call of it returns."""
+        return sorted((a for a in self.trace.allocations if a.space == "hbm" and a.written),
+                      key=lambda a: a.address_index)
+
+    def call(self, tensors):
+        """neuron_nki::call's eager implementation: runs the kernel with
+        written arguments copied first; returns what it writes."""
+        from torch_neuronx import _C
+        written = {a.argument for a in self.written_allocations if a.role == "argument"}
+        tensors = [t.clone() if i in written else t for i, t in enumerate(tensors)]
+        device = tensors[0].device
+        hbm, _ = self.buffers(tensors, device)
+        _C._nki_launch(self.plan, hbm, device.index or 0, not self.launched)
+        self.launched = True
+        return [hbm[a.address_index] for a in self.written_allocations]
 
     def buffers(self, tensors, device):
         """Tensors for every address: the arguments, new outputs and scratch."""
@@ -102,7 +144,7 @@ class Kernel:
         return f"<nki kernel {self.__name__}>"
 
     def __call__(self, *args, **kwargs):
-        return self.run(args, kwargs)
+        return _call_outside_dynamo(self, *args, **kwargs)
 
     def run(self, args, kwargs, mode=None):
         if _trace.active() is not None:
@@ -111,8 +153,17 @@ class Kernel:
                 _trace.fail("err_nested_kernel_with_spmd_grid",
                             "a kernel called from a kernel takes no launch grid")
             return self.function(*args, **kwargs)
+        capture = getattr(_capture, "active", False)
+        originals = None
+        if capture:
+            original = self._signature.bind(*args, **kwargs)
+            original.apply_defaults()
+            originals = [v for v in original.arguments.values() if isinstance(v, torch.Tensor)]
+            args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
+            kwargs = {k: v.contiguous() if isinstance(v, torch.Tensor) else v
+                      for k, v in kwargs.items()}
         bound, tensors, names, key, numpy_arguments = self._bind(args, kwargs)
-        mode = mode or self._mode(tensors)
+        mode = "fake" if capture else mode or self._mode(tensors)
         if mode == "device" and torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             raise RuntimeError(
                 f"NKI kernel '{self.__name__}' was called on tensors that require grad: autograd "
@@ -122,6 +173,8 @@ class Kernel:
         if traced is None:
             traced = self._trace(bound, names)
             self._cache[key] = traced
+        if capture:
+            return self._emit_call(traced, tensors, originals)
         if mode == "fake":
             device = tensors[0].device if tensors else torch.device("meta")
             outputs = [torch.empty(a.shape, dtype=a.dtype, device=device)
@@ -189,8 +242,7 @@ class Kernel:
                 allocation.address_index = next_address
                 next_address += 1
         _trace.place_tiles(trace)
-        plan = _build_plan(trace)
-        return TracedKernel(self.__name__, trace, arguments, outputs, returns, plan,
+        return TracedKernel(self.__name__, trace, arguments, outputs, returns, _describe(trace),
                             time.perf_counter() - started)
 
     def _outputs(self, returned, arguments):
@@ -232,6 +284,23 @@ class Kernel:
             outputs.append(allocation)
         return outputs, "single" if single else "tuple"
 
+    def _emit_call(self, traced, tensors, originals):
+        """One neuron_nki::call node; what the kernel writes flows back into
+        the arguments it wrote (as copies, which functional graphs keep)."""
+        from torch_neuronx import _nki_op
+        if not tensors:
+            raise ValueError(f"NKI kernel '{self.__name__}' takes no tensors: under "
+                             "torch.compile a kernel needs at least one")
+        results = torch.ops.neuron_nki.call(_nki_op.kernel_index(traced), tensors)
+        values = {}
+        for allocation, result in zip(traced.written_allocations, results):
+            if allocation.role == "argument":
+                originals[allocation.argument].copy_(result)
+            values[allocation.address_index] = result
+        outputs = [originals[a.argument] if a.role == "argument" else values[a.address_index]
+                   for a in traced.outputs]
+        return traced.result(outputs)
+
     def _launch(self, traced, tensors):
         from torch_neuronx import _C
         if tensors:
@@ -267,30 +336,44 @@ class Kernel:
         return results
 
 
+def _call(kernel, *args, **kwargs):
+    return kernel.run(args, kwargs)
+
+
+# Dynamo does not trace into a kernel call: a kernel called directly in a
+# compiled function breaks the graph there and runs as in eager mode
+# (wrapped in an nki_op, it is a node of the graph). As PyTorch's own
+# meta kernels, without importing torch._dynamo in a process that never
+# compiles.
+_call_outside_dynamo = torch._compile._disable_dynamo(_call)
+setattr(_call, "__dynamo_disable", _meta_kernels._DisableOnceDynamoIsLoaded(_call, True))
+
+
 def _is_numpy(value):
     module = type(value).__module__
     return module == "numpy" and type(value).__name__ == "ndarray"
 
 
-def _build_plan(trace):
-    from torch_neuronx import _C
+def _describe(trace):
+    """The kernel as plain data, _C._nki_plan's arguments (picklable: a
+    graph executable that runs the kernel keeps it)."""
     target = trace.target
     allocations = []
     for allocation in trace.allocations:
         if allocation.space == "hbm":
             allocations.append((0, allocation.dtype, allocation.name, allocation.address_index,
-                                allocation.elements, 0, 0, 0, 0))
+                                allocation.elements, 0, 0, 0, 0, list(allocation.shape)))
         else:
             allocations.append((_trace.SPACE_CODES[allocation.space], allocation.dtype,
                                 allocation.name, 0, 0, allocation.shape[0],
-                                allocation.free_elements, 0, allocation.byte_offset))
+                                allocation.free_elements, 0, allocation.byte_offset, []))
     instructions = []
     for opcode, operands, alu, activation, scalars, flags, axes, source in trace.instructions:
         instructions.append((opcode, [None if o is None else o.access() for o in operands], alu,
                              activation, scalars, flags, axes, source))
-    return _C._nki_plan(trace.name, (target.partitions, target.sbuf_partition_bytes,
-                                     target.psum_partition_bytes),
-                        allocations, instructions, trace.locations)
+    return (trace.name, (target.partitions, target.sbuf_partition_bytes,
+                         target.psum_partition_bytes),
+            allocations, instructions, list(trace.locations))
 
 
 def jit(function=None, **options):

@@ -130,6 +130,10 @@ std::string EncodeEagerOp(const neuron::rtd::EagerOpPlan& plan) {
   return Serialize(body);
 }
 
+namespace {
+void FillNkiKernel(const neuron::rtd::NkiKernelPlan& plan, v1::NkiKernel* kernel);
+}  // namespace
+
 std::string EncodeGraph(const neuron::rtd::GraphPlan& plan) {
   v1::ExecutableBody body;
   v1::GraphExecutable* graph = body.mutable_graph();
@@ -150,13 +154,16 @@ std::string EncodeGraph(const neuron::rtd::GraphPlan& plan) {
     ToSpec(output.destination, *encoded->mutable_destination());
   }
   if (plan.generator) graph->mutable_generator()->set_offset(plan.generator->offset);
+  for (const neuron::rtd::NkiKernelPlan& kernel : plan.nki_kernels) {
+    FillNkiKernel(kernel, graph->add_nki_kernels());
+  }
   return Serialize(body);
 }
 
-std::string EncodeNkiKernel(const neuron::rtd::NkiKernelPlan& plan) {
+namespace {
+
+void FillNkiKernel(const neuron::rtd::NkiKernelPlan& plan, v1::NkiKernel* kernel) {
   namespace rtd = neuron::rtd;
-  v1::ExecutableBody body;
-  v1::NkiKernel* kernel = body.mutable_nki_kernel();
   kernel->set_name(plan.name);
   v1::NkiTarget* target = kernel->mutable_target();
   target->set_partitions(plan.target.partitions);
@@ -173,6 +180,7 @@ std::string EncodeNkiKernel(const neuron::rtd::NkiKernelPlan& plan) {
     encoded->set_free_elements(allocation.free_elements);
     encoded->set_partition_start(allocation.partition_start);
     encoded->set_byte_offset(allocation.byte_offset);
+    encoded->mutable_shape()->Add(allocation.shape.begin(), allocation.shape.end());
   }
   for (const rtd::NkiInstruction& instruction : plan.instructions) {
     v1::NkiInstruction* encoded = kernel->add_instructions();
@@ -198,6 +206,13 @@ std::string EncodeNkiKernel(const neuron::rtd::NkiKernelPlan& plan) {
     encoded->set_source(instruction.source);
   }
   for (const std::string& location : plan.source_locations) kernel->add_source_locations(location);
+}
+
+}  // namespace
+
+std::string EncodeNkiKernel(const neuron::rtd::NkiKernelPlan& plan) {
+  v1::ExecutableBody body;
+  FillNkiKernel(plan, body.mutable_nki_kernel());
   return Serialize(body);
 }
 

@@ -13,6 +13,7 @@
 #include "daemon/hal/sim/compiled_package.h"
 #include "daemon/hal/sim/internal/aten_call.h"
 #include "daemon/hal/sim/internal/index_guards.h"
+#include "daemon/hal/sim/internal/nki_graph_call.h"
 #include "daemon/hal/sim/launch_host_budget.h"
 #include "daemon/hal/sim/launch_parallelism.h"
 
@@ -23,7 +24,9 @@ using internal::ArgumentSource;
 using internal::PreparedCall;
 
 struct PreparedNode {
-  PreparedCall call;
+  // An ATen operator, or an NKI kernel (kNkiCallNode).
+  std::optional<PreparedCall> call;
+  std::optional<internal::NkiGraphCall> nki_call;
   // Its first value's number; it adds `result_count` values.
   uint32_t first_value = 0;
   uint32_t result_count = 0;
@@ -72,8 +75,13 @@ class GraphExecutable final : public SimExecutable {
                            std::span<const uint64_t> bindings) const;
   void CountLaunch() const;
   std::string Where(size_t node) const {
-    return absl::StrFormat("graph '%s' node %d (%s)", plan.name, node, nodes[node].call.qualified);
+    const PreparedNode& prepared = nodes[node];
+    return absl::StrFormat(
+        "graph '%s' node %d (%s)", plan.name, node,
+        prepared.call ? prepared.call->qualified
+                      : "NKI kernel '" + plan.nki_kernels[prepared.nki_call->kernel].name + "'");
   }
+  absl::Status RunNkiNode(size_t n, std::vector<at::Tensor>& values) const;
 };
 
 // The values a node's arguments read.
@@ -130,15 +138,20 @@ absl::Status GraphExecutable::Interpret(HbmArena& arena, std::span<const uint64_
   torch::jit::Stack stack;
   for (size_t n = 0; n < nodes.size(); ++n) {
     const PreparedNode& node = nodes[n];
+    if (node.nki_call) {
+      if (absl::Status ran = RunNkiNode(n, values); !ran.ok()) return ran;
+      for (uint32_t id : node.last_used_here) values[id] = at::Tensor();
+      continue;
+    }
     stack.clear();
     if (absl::Status pushed =
-            internal::PushArguments(node.call, plan.nodes[n].arguments, inputs, stack);
+            internal::PushArguments(*node.call, plan.nodes[n].arguments, inputs, stack);
         !pushed.ok()) {
       return absl::Status(pushed.code(), absl::StrFormat("%s: %s", Where(n), pushed.message()));
     }
     try {
-      internal::CheckUncheckedIndices(node.call.qualified, stack);
-      node.call.op.callBoxed(stack);
+      internal::CheckUncheckedIndices(node.call->qualified, stack);
+      node.call->op.callBoxed(stack);
     } catch (const c10::Error& error) {
       return internal::OperatorError(
           error, absl::StrFormat("%s: %s", Where(n), error.what_without_backtrace()));
@@ -172,6 +185,26 @@ absl::Status GraphExecutable::Interpret(HbmArena& arena, std::span<const uint64_
           c10::str(result.sizes()), c10::str(destination->sizes())));
     }
     destination->copy_(result);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphExecutable::RunNkiNode(size_t n, std::vector<at::Tensor>& values) const {
+  const PreparedNode& node = nodes[n];
+  std::vector<at::Tensor> arguments;
+  for (GraphValue value : std::get<GraphValues>(plan.nodes[n].arguments[1])) {
+    arguments.push_back(values[value.id]);
+  }
+  absl::StatusOr<std::vector<at::Tensor>> results =
+      internal::RunNkiGraphCall(plan, *node.nki_call, arguments);
+  if (!results.ok()) {
+    absl::Status status(results.status().code(),
+                        absl::StrFormat("%s: %s", Where(n), results.status().message()));
+    status.SetPayload(kOperatorErrorTypePayload, absl::Cord("ValueError"));
+    return status;
+  }
+  for (uint32_t r = 0; r < node.result_count; ++r) {
+    values[node.first_value + r] = std::move((*results)[r]);
   }
   return absl::OkStatus();
 }
@@ -219,7 +252,8 @@ void GraphExecutable::Adopt(Tier& tier,
 
 void GraphExecutable::CountLaunch() const {
   const uint64_t launches = tier->launches.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (compiler == nullptr) return;
+  // The compiler takes ATen graphs; NKI kernels stay with the interpreter.
+  if (compiler == nullptr || !plan.nki_kernels.empty()) return;
   const uint64_t threshold = compiler->compile_after_launches();
   if (threshold == 0 || launches < threshold || tier->requested.exchange(true)) return;
   compiler->Request(plan, [weak = std::weak_ptr<Tier>(tier)](
@@ -242,6 +276,8 @@ ExecutableStatus GraphExecutable::status() const {
     status.compile_state = "interpreted (" + tier->failure.substr(0, 200) + ")";
   } else if (tier->requested.load()) {
     status.compile_state = "compiling";
+  } else if (!plan.nki_kernels.empty()) {
+    status.compile_state = "interpreted (NKI kernels are not compiled)";
   } else {
     status.compile_state = "interpreted";
   }
@@ -300,6 +336,17 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
       return absl::InvalidArgumentError(
           absl::StrFormat("graph '%s' node %d: %s", plan.name, n, why.message()));
     };
+    const uint64_t count = NodeResultCount(node);
+    if (node.name == kNkiCallNode) {
+      absl::StatusOr<internal::NkiGraphCall> nki_call = internal::PrepareNkiGraphCall(plan, node);
+      if (!nki_call.ok()) return refuse(nki_call.status());
+      executable->nodes.push_back(PreparedNode{.call = std::nullopt,
+                                               .nki_call = *std::move(nki_call),
+                                               .first_value = static_cast<uint32_t>(values),
+                                               .result_count = static_cast<uint32_t>(count)});
+      values += count;
+      continue;
+    }
     absl::StatusOr<PreparedCall> call =
         internal::PrepareCall(node.name, node.overload, node.arguments,
                               ArgumentSource::kGraphValues);
@@ -312,8 +359,8 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
       return refuse(absl::InvalidArgumentError(absl::StrFormat(
           "%s is random and the graph has no generator seed", call->qualified)));
     }
-    const uint64_t count = NodeResultCount(node);
     executable->nodes.push_back(PreparedNode{.call = *std::move(call),
+                                             .nki_call = std::nullopt,
                                              .first_value = static_cast<uint32_t>(values),
                                              .result_count = static_cast<uint32_t>(count)});
     values += count;
@@ -340,7 +387,7 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
     if (last_reader[id] >= 0) executable->nodes[last_reader[id]].last_used_here.push_back(id);
   }
   // Compiled before (by this daemon or an earlier one): tier 1 at once.
-  if (compiler != nullptr && compiler->compile_after_launches() > 0) {
+  if (compiler != nullptr && compiler->compile_after_launches() > 0 && plan.nki_kernels.empty()) {
     if (std::optional<compiler::GraphCompiler::Package> cached = compiler->Cached(plan)) {
       executable->tier->requested.store(true);
       GraphExecutable::Adopt(*executable->tier, *cached);

@@ -16,11 +16,19 @@
 #include <vector>
 
 #include "neuron/rtd/eager_op.h"
+#include "neuron/rtd/nki_kernel.h"
 
 namespace neuron::rtd {
 
 // A return of a node: a Tensor, or a Tensor[] of `length` tensors.
 inline constexpr int32_t kTensorReturn = -1;
+
+// The node that runs one of the graph's NKI kernels: arguments (the
+// kernel's index in GraphPlan::nki_kernels, a GraphValues bound to its HBM
+// address indices 0, 1, ...); one return, a Tensor[] of the HBM
+// allocations the kernel writes, in address order (an argument it writes
+// is copied first; its other allocations are new).
+inline constexpr char kNkiCallNode[] = "nki::call";
 
 struct GraphNode {
   std::string name;      // "aten::mm"
@@ -48,6 +56,8 @@ struct GraphPlan {
   // Random operators draw from one generator seeded for each launch from
   // here.
   std::optional<GeneratorSeed> generator;
+  // The kernels of its kNkiCallNode nodes.
+  std::vector<NkiKernelPlan> nki_kernels;
 };
 
 // How many values `node` adds to the graph. Its return lengths must have

@@ -108,7 +108,17 @@ std::string CheckAllocation(const NkiKernelPlan& plan, const NkiAllocation& allo
   if (element == 0) return "dtype " + std::to_string(allocation.dtype) + " is not supported";
   if (allocation.name.size() > kNkiMaxStringBytes) return "name too long";
   switch (allocation.space) {
-    case NkiSpace::kHbm:
+    case NkiSpace::kHbm: {
+      if (allocation.shape.size() > 8) return "a shape of more than 8 dimensions";
+      int64_t shaped = 1;
+      for (int64_t size : allocation.shape) {
+        if (size < 0 || size > kNkiMaxHbmElements) return "a size of " + std::to_string(size);
+        shaped = size == 0 ? 0 : (shaped > kNkiMaxHbmElements / size ? kNkiMaxHbmElements + 1
+                                                                      : shaped * size);
+      }
+      if (!allocation.shape.empty() && shaped > allocation.elements) {
+        return "a shape of more than its " + std::to_string(allocation.elements) + " elements";
+      }
       if (allocation.address_index >= NEURON_RTD_MAX_LAUNCH_ARGS) {
         return "address index " + std::to_string(allocation.address_index) + " (at most " +
                std::to_string(NEURON_RTD_MAX_LAUNCH_ARGS - 1) + ")";
@@ -117,6 +127,7 @@ std::string CheckAllocation(const NkiKernelPlan& plan, const NkiAllocation& allo
         return std::to_string(allocation.elements) + " elements";
       }
       return "";
+    }
     case NkiSpace::kSbuf:
     case NkiSpace::kPsum: {
       const uint64_t partition_bytes = allocation.space == NkiSpace::kSbuf
@@ -281,6 +292,10 @@ std::string CheckInstruction(const NkiKernelPlan& plan, const NkiInstruction& in
 }
 
 }  // namespace
+
+bool NkiWritesOperand(const NkiInstruction& instruction, size_t i) {
+  return i == 0 || (instruction.opcode == NkiOpcode::kActivation && i == 4);
+}
 
 std::string CheckNkiKernel(const NkiKernelPlan& plan) {
   const NkiTarget& target = plan.target;

@@ -39,6 +39,9 @@ struct NkiAllocation {
   int64_t free_elements = 0;
   uint32_t partition_start = 0;
   uint64_t byte_offset = 0;
+  // HBM: the tensor's sizes as traced (at most `elements` elements); what
+  // a graph's kNkiCallNode gives the allocations it makes. May be empty.
+  std::vector<int64_t> shape;
 };
 
 struct NkiDim {
@@ -190,6 +193,10 @@ inline constexpr size_t kNkiMaxStringBytes = 256;
 // ("instruction 12 (nc_matmul): ..."). Element counts and shapes that
 // disagree are left to the interpreter, which fails the launch naming them.
 std::string CheckNkiKernel(const NkiKernelPlan& plan);
+
+// Whether `instruction` writes operand `i` (its destination; an
+// activation's reduce_res).
+bool NkiWritesOperand(const NkiInstruction& instruction, size_t i);
 
 // Names as nki.language spells them ("add", "exp"); nullopt for others.
 std::optional<NkiAluOp> NkiAluOpNamed(std::string_view name);

@@ -2,7 +2,6 @@
 
 #include <c10/util/Exception.h>
 
-#include <memory>
 #include <string>
 
 #include "csrc/runtime/NeuronFunctions.h"
@@ -70,11 +69,8 @@ void SimulateNkiKernel(const rtd::NkiKernelPlan& plan, const std::vector<at::Ten
         .data = hbm[i].data_ptr(),
         .bytes = hbm[i].storage().nbytes() - hbm[i].storage_offset() * hbm[i].element_size()};
   }
-  thread_local std::unique_ptr<rtd::nki::NkiCoreMemory> memory;
-  if (memory == nullptr || !memory->Holds(plan.target)) {
-    memory = std::make_unique<rtd::nki::NkiCoreMemory>(plan.target);
-  }
-  ThrowIfError(rtd::nki::RunNkiKernel(plan, buffers, *memory), "nki.simulate");
+  ThrowIfError(rtd::nki::RunNkiKernel(plan, buffers, rtd::nki::ThreadCoreMemory(plan.target)),
+               "nki.simulate");
 }
 
 }  // namespace torch_neuronx

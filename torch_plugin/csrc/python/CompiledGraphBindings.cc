@@ -10,6 +10,7 @@
 
 #include "csrc/aten/internal/CallWalker.h"
 #include "csrc/graph/CompiledGraph.h"
+#include "csrc/python/NkiBindings.h"
 #include "csrc/runtime/NeuronFunctions.h"
 
 namespace torch_neuronx {
@@ -90,9 +91,13 @@ GraphResult ResultOf(const py::handle& description) {
 
 std::shared_ptr<CompiledGraph> LoadGraph(const std::string& name, int device,
                                          const py::list& inputs, const py::list& nodes,
-                                         const py::list& results, bool random) {
+                                         const py::list& results, bool random,
+                                         const py::list& nki_kernels) {
   rtd::GraphPlan plan;
   plan.name = name;
+  for (const py::handle& kernel : nki_kernels) {
+    plan.nki_kernels.push_back(py::cast<const PyNkiPlan&>(kernel).plan);
+  }
   if (random) plan.generator = rtd::GeneratorSeed{};
   std::vector<TensorMeta> input_metas;
   for (const py::handle& input : inputs) input_metas.push_back(MetaOf(input));
@@ -126,7 +131,8 @@ void BindCompiledGraph(py::module& module) {
         return graph.Run(inputs);
       });
   module.def("_load_graph", &LoadGraph, py::arg("name"), py::arg("device"), py::arg("inputs"),
-             py::arg("nodes"), py::arg("results"), py::arg("random"));
+             py::arg("nodes"), py::arg("results"), py::arg("random"),
+             py::arg("nki_kernels") = py::list());
   // {executable id: (tier, compile state)} of the daemon's graph executables.
   module.def("_graph_tiers", [] {
     absl::StatusOr<neuronrt::CacheInfo> info;

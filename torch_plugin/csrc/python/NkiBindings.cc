@@ -14,13 +14,6 @@ namespace {
 namespace py = pybind11;
 namespace rtd = neuron::rtd;
 
-// A traced kernel as the daemon will see it, with its executable once
-// loaded (per process; the daemon shares it host-wide).
-struct PyNkiPlan {
-  rtd::NkiKernelPlan plan;
-  uint64_t executable_id = 0;
-};
-
 template <typename Enum>
 Enum Named(std::optional<Enum> (*lookup)(std::string_view), const py::handle& name,
            const char* what) {
@@ -70,8 +63,9 @@ rtd::NkiInstruction InstructionOf(const py::handle& description) {
 
 rtd::NkiAllocation AllocationOf(const py::handle& description) {
   // (space, dtype, name, address_index, elements, partitions, free_elements,
-  //  partition_start, byte_offset)
+  //  partition_start, byte_offset, shape)
   const auto fields = py::cast<py::tuple>(description);
+  TORCH_CHECK(fields.size() == 10, "an NKI allocation is described by 10 fields");
   return rtd::NkiAllocation{
       .space = static_cast<rtd::NkiSpace>(py::cast<int32_t>(fields[0])),
       .dtype = static_cast<int32_t>(py::cast<at::ScalarType>(fields[1])),
@@ -81,7 +75,8 @@ rtd::NkiAllocation AllocationOf(const py::handle& description) {
       .partitions = py::cast<uint32_t>(fields[5]),
       .free_elements = py::cast<int64_t>(fields[6]),
       .partition_start = py::cast<uint32_t>(fields[7]),
-      .byte_offset = py::cast<uint64_t>(fields[8])};
+      .byte_offset = py::cast<uint64_t>(fields[8]),
+      .shape = py::cast<std::vector<int64_t>>(fields[9])};
 }
 
 PyNkiPlan PlanOf(const std::string& name, const py::tuple& target, const py::list& allocations,

@@ -15,7 +15,7 @@ import torch
 from torch import fx
 from torch.multiprocessing.reductions import StorageWeakRef
 
-from torch_neuronx import _C
+from torch_neuronx import _C, _nki_op
 
 _NAMESPACES = ("aten", "prims")
 # c10::Layout and c10::MemoryFormat, by their enum values.
@@ -222,11 +222,15 @@ class _Encoder:
         raise Unsupported(f"an argument of type {kind}")
 
 
+def _is_nki_call(node):
+    return node.target is torch.ops.neuron_nki.call.default
+
+
 def node_unsupported(node):
     """Why the daemon cannot run `node`, or None when it can."""
     if node.op != "call_function":
         return f"a {node.op} node"
-    if node.target is operator.getitem:
+    if node.target is operator.getitem or _is_nki_call(node):
         return None
     target = node.target
     if not isinstance(target, torch._ops.OpOverload):
@@ -283,6 +287,8 @@ class _Graph:
         self.nodes = []  # (name, overload, arguments, return lengths)
         self.values = 0
         self.random = False
+        # Each kernel its nki::call nodes run, as _C._nki_plan's arguments.
+        self.nki_kernels = []
 
     def add_input(self, tensor):
         self.inputs.append(_meta(tensor))
@@ -308,7 +314,7 @@ class GraphPlan:
     it has no constants (the client's compile cache keeps it)."""
 
     def __init__(self, name, device, inputs, nodes, results, random, tensor_positions,
-                 input_count, attributes):
+                 input_count, attributes, nki_kernels=()):
         self.name = name
         self.device = device
         self.inputs = inputs
@@ -319,6 +325,7 @@ class GraphPlan:
         self.input_count = input_count
         # Neuron tensors of the module (get_attr nodes), passed after the inputs.
         self.attributes = attributes
+        self.nki_kernels = list(nki_kernels)
 
     def __getstate__(self):
         if self.attributes:
@@ -330,7 +337,8 @@ def load(plan):
     """Loads `plan` into the daemon; returns the callable that runs it with
     the graph's inputs (a list) and returns its outputs (a list)."""
     compiled = _C._load_graph(plan.name, plan.device, plan.inputs, plan.nodes, plan.results,
-                              plan.random)
+                              plan.random,
+                              [_C._nki_plan(*kernel) for kernel in getattr(plan, "nki_kernels", [])])
     if len(plan.tensor_positions) == plan.input_count and not plan.attributes:
         return compiled
     positions, attributes = plan.tensor_positions, plan.attributes
@@ -406,6 +414,14 @@ def plan_graph(gm, example_inputs, name):
             continue
         for tensor in _tensors(node.meta.get("val")):
             note_device(tensor)
+        if _is_nki_call(node):
+            kernel, arguments = node.args
+            graph.nki_kernels.append(_nki_op.traced_kernel(kernel).description)
+            structure[node] = graph.add_node(
+                "nki::call", "", [("i", len(graph.nki_kernels) - 1),
+                                  ("vl", [structure[argument] for argument in arguments])],
+                _return_lengths(node))
+            continue
         target = _scalar_overload(node)
         encoder = _Encoder(lambda source: structure[source], device or 0, scalar_tensor)
         arguments = [encoder.encode(argument.type, _substitute(value, constants))
@@ -435,4 +451,4 @@ def plan_graph(gm, example_inputs, name):
         else:
             results.append(("computed", structure[value], _meta(tensor)))
     return GraphPlan(name, device or 0, graph.inputs, graph.nodes, results, graph.random,
-                     tensor_positions, len(example_inputs), attributes)
+                     tensor_positions, len(example_inputs), attributes, graph.nki_kernels)

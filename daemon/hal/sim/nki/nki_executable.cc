@@ -9,15 +9,6 @@
 namespace neuron::rtd::hal::sim {
 namespace {
 
-// The SBUF and PSUM of the core whose worker runs on this thread.
-nki::NkiCoreMemory& CoreMemory(const NkiTarget& target) {
-  thread_local std::unique_ptr<nki::NkiCoreMemory> memory;
-  if (memory == nullptr || !memory->Holds(target)) {
-    memory = std::make_unique<nki::NkiCoreMemory>(target);
-  }
-  return *memory;
-}
-
 class NkiExecutable final : public SimExecutable {
  public:
   explicit NkiExecutable(NkiKernelPlan plan) : plan_(std::move(plan)) {}
@@ -39,7 +30,7 @@ class NkiExecutable final : public SimExecutable {
       if (!data.ok()) return data.status();
       hbm[allocation.address_index] = nki::NkiHbmBuffer{.data = *data, .bytes = bytes};
     }
-    absl::Status status = nki::RunNkiKernel(plan_, hbm, CoreMemory(plan_.target));
+    absl::Status status = nki::RunNkiKernel(plan_, hbm, nki::ThreadCoreMemory(plan_.target));
     if (status.code() == absl::StatusCode::kInvalidArgument) {
       status.SetPayload(kOperatorErrorTypePayload, absl::Cord("ValueError"));
     }

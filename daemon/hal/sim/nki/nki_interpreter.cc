@@ -436,6 +436,12 @@ NkiCoreMemory::NkiCoreMemory(const NkiTarget& target)
       sbuf_(new uint8_t[target.partitions * target.sbuf_partition_bytes]),
       psum_(new uint8_t[target.partitions * target.psum_partition_bytes]) {}
 
+NkiCoreMemory& ThreadCoreMemory(const NkiTarget& target) {
+  thread_local std::unique_ptr<NkiCoreMemory> memory;
+  if (memory == nullptr || !memory->Holds(target)) memory = std::make_unique<NkiCoreMemory>(target);
+  return *memory;
+}
+
 bool NkiCoreMemory::Holds(const NkiTarget& target) const {
   return target.partitions <= target_.partitions &&
          target.sbuf_partition_bytes == target_.sbuf_partition_bytes &&

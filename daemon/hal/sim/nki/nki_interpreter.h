@@ -35,6 +35,11 @@ class NkiCoreMemory {
   std::unique_ptr<uint8_t[]> psum_;
 };
 
+// The SBUF and PSUM of the core whose worker runs on this thread (made, or
+// remade, to hold `target`): a core runs one kernel at a time, and each
+// core has its own worker thread.
+NkiCoreMemory& ThreadCoreMemory(const NkiTarget& target);
+
 // Host memory holding one HBM allocation's elements.
 struct NkiHbmBuffer {
   void* data = nullptr;
