@@ -164,7 +164,7 @@ cmd_test() {
 }
 
 # The Python tests of copies, streams, events, memory, errors (a killed
-# client among them), operators and eager training again, against neuron-rtd
+# client among them), operators, eager training and NKI kernels again, against neuron-rtd
 # on its nrt backend over the fake libnrt (tests/fake_nrt).
 nrt_python_tests() {
   log "running Python tests on the nrt backend over the fake libnrt"
@@ -173,7 +173,8 @@ nrt_python_tests() {
     "$ROOT/tests/python/test_memory.py" "$ROOT/tests/python/test_errors.py" \
     "$ROOT/tests/python/test_views.py" "$ROOT/tests/python/test_ops.py" \
     "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py" \
-    "$ROOT/tests/python/test_neff.py" "$ROOT/tests/python/test_profiling.py"
+    "$ROOT/tests/python/test_neff.py" "$ROOT/tests/python/test_profiling.py" \
+    "$ROOT/tests/python/test_nki.py"
 }
 
 cmd_demo() {
