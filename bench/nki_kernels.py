@@ -67,7 +67,8 @@ def worker():
         return nki.jit(kernel.function)
 
     cases = {
-        "sin": (sin_cos.sin_tiled_kernel, (torch.empty(256, 1024), torch.empty(256, 1024))),
+        "sin": (sin_cos.elementwise_tiled_kernel,
+                (torch.empty(256, 1024), torch.empty(256, 1024), nki.language.sin)),
         "tensor_add": (tensor_add.tensor_add_kernel,
                        (torch.empty(256, 1024, dtype=torch.float16),
                         torch.empty(256, 1024, dtype=torch.float16))),

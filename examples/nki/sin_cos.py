@@ -54,10 +54,11 @@ def pt_nki_sin_backward(ctx, grad):
 pt_nki_sin.register_autograd(pt_nki_sin_backward, setup_context=pt_sin_setup_context)
 
 
-# The same computation over any [rows, columns] tensor: tiles of 128
+# The same computation over any [rows, columns] tensor, for any elementwise
+# function of nki.language (a compile-time argument): tiles of 128
 # partitions and at most 512 elements of the free dimension.
 @nki.jit
-def sin_tiled_kernel(x, out):
+def elementwise_tiled_kernel(x, out, function):
     rows, columns = x.shape
     tile_columns = min(columns, 512)
     for r in nl.affine_range(rows // 128):
@@ -65,32 +66,20 @@ def sin_tiled_kernel(x, out):
             rows_at = nl.ds(r * 128, 128)
             columns_at = nl.ds(c * tile_columns, tile_columns)
             tile = nl.load(x[rows_at, columns_at])
-            nl.store(out[rows_at, columns_at], value=nl.sin(tile))
-
-
-@nki.jit
-def cos_tiled_kernel(x, out):
-    rows, columns = x.shape
-    tile_columns = min(columns, 512)
-    for r in nl.affine_range(rows // 128):
-        for c in nl.affine_range(columns // tile_columns):
-            rows_at = nl.ds(r * 128, 128)
-            columns_at = nl.ds(c * tile_columns, tile_columns)
-            tile = nl.load(x[rows_at, columns_at])
-            nl.store(out[rows_at, columns_at], value=nl.cos(tile))
+            nl.store(out[rows_at, columns_at], value=function(tile))
 
 
 @nki_op("mylib::pt_nki_sin_tiled", mutates_args={})
 def pt_nki_sin_tiled(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
-    sin_tiled_kernel(x, out)
+    elementwise_tiled_kernel(x, out, nl.sin)
     return out
 
 
 @nki_op("mylib::pt_nki_cos_tiled", mutates_args={})
 def pt_nki_cos_tiled(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
-    cos_tiled_kernel(x, out)
+    elementwise_tiled_kernel(x, out, nl.cos)
     return out
 
 

@@ -118,7 +118,7 @@ def test_a_kernel_called_directly_in_a_compiled_function_breaks_the_graph_and_ru
 
     def function(x):
         out = torch.empty_like(x)
-        sin_cos.sin_tiled_kernel(x * 2, out)
+        sin_cos.elementwise_tiled_kernel(x * 2, out, nl.sin)
         return out + 1
 
     x = torch.randn(128, 512, device="neuron")
@@ -129,7 +129,7 @@ def test_a_kernel_called_directly_in_a_compiled_function_breaks_the_graph_and_ru
 def test_a_bfloat16_sin_rounds_like_the_cpu():
     x = torch.randn(128, 512, dtype=torch.bfloat16, device="neuron")
     out = torch.empty_like(x)
-    sin_cos.sin_tiled_kernel(x, out)
+    sin_cos.elementwise_tiled_kernel(x, out, nl.sin)
     expected = x.cpu().float().sin().to(torch.bfloat16)
     torch.testing.assert_close(out.cpu(), expected, atol=0, rtol=0)
 
@@ -265,7 +265,7 @@ def test_simulate_runs_the_same_interpreter_in_process_on_numpy_and_cpu_tensors(
 def test_simulate_updates_written_arguments_in_place():
     x = torch.randn(128, 512)
     out = torch.zeros(128, 512)
-    nki.simulate(sin_cos.sin_tiled_kernel)(x, out)
+    nki.simulate(sin_cos.elementwise_tiled_kernel)(x, out, nl.sin)
     torch.testing.assert_close(out, x.sin())
 
 
@@ -403,7 +403,7 @@ def test_tiles_whose_lives_do_not_overlap_share_sbuf():
 def test_a_raw_kernel_on_tensors_that_require_grad_says_to_use_nki_op():
     x = torch.randn(128, 512, device="neuron", requires_grad=True)
     with pytest.raises(RuntimeError, match="nki_op"):
-        sin_cos.sin_tiled_kernel(x, torch.empty(128, 512, device="neuron"))
+        sin_cos.elementwise_tiled_kernel(x, torch.empty(128, 512, device="neuron"), nl.sin)
 
 
 def test_kernel_arguments_are_tensors_and_hashable_constants():
@@ -467,10 +467,10 @@ def test_operands_that_disagree_fail_the_launch_and_the_stream_goes_on():
 def test_a_kernel_launch_is_asynchronous_on_the_current_stream():
     x = torch.randn(256, 1024, device="neuron")
     out = torch.empty_like(x)
-    sin_cos.sin_tiled_kernel(x, out)          # first launch: waited for
+    sin_cos.elementwise_tiled_kernel(x, out, nl.sin)          # first launch: waited for
     stream = torch_neuronx.Stream()
     with torch_neuronx.stream(stream):
         y = x * 2
-        sin_cos.sin_tiled_kernel(y, out)
+        sin_cos.elementwise_tiled_kernel(y, out, nl.sin)
     stream.synchronize()
     torch.testing.assert_close(out.cpu(), (x.cpu() * 2).sin(), atol=1e-5, rtol=1e-5)

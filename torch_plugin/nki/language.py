@@ -40,14 +40,14 @@ bool_ = torch.uint8
 
 
 class tile_size:
-    """Tile limits of the target (trn2)."""
-    pmax = 128
-    psum_fmax = 512
-    gemm_stationary_fmax = 128
-    gemm_moving_fmax = 512
+    """Tile limits of the target (NEURON_PLATFORM_TARGET_OVERRIDE; trn2)."""
+    pmax = _target.current().partitions
+    psum_fmax = _target.current().psum_bank_bytes // 4
+    gemm_stationary_fmax = _target.current().gemm_stationary_fmax
+    gemm_moving_fmax = _target.current().gemm_moving_fmax
     bn_stats_fmax = 512
-    psum_partition_bytes = 16_384
-    total_available_sbuf_size = 212_984
+    psum_partition_bytes = _target.current().psum_partition_bytes
+    total_available_sbuf_size = _target.current().sbuf_partition_bytes
 
 
 def is_hbm(buffer):
