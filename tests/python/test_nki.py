@@ -474,3 +474,17 @@ def test_a_kernel_launch_is_asynchronous_on_the_current_stream():
         sin_cos.elementwise_tiled_kernel(y, out, nl.sin)
     stream.synchronize()
     torch.testing.assert_close(out.cpu(), (x.cpu() * 2).sin(), atol=1e-5, rtol=1e-5)
+
+
+def test_the_profiler_shows_a_kernels_launch_under_its_name():
+    from torch.profiler import ProfilerActivity, profile
+
+    a = torch.randn(250, 512, device="neuron")
+    g = torch.randn(512, device="neuron")
+    rmsnorm.rmsnorm_kernel(a, g)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        rmsnorm.rmsnorm_kernel(a, g)
+        torch.neuron.synchronize()
+    device_rows = [event for event in prof.events()
+                   if event.device_type == torch.autograd.DeviceType.PrivateUse1]
+    assert "rmsnorm_kernel" in [event.name for event in device_rows]
