@@ -488,3 +488,17 @@ def test_the_profiler_shows_a_kernels_launch_under_its_name():
     device_rows = [event for event in prof.events()
                    if event.device_type == torch.autograd.DeviceType.PrivateUse1]
     assert "rmsnorm_kernel" in [event.name for event in device_rows]
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_float8_tiles_round_as_the_cpu_does(dtype):
+    @nki.jit
+    def quantize(x, out):
+        quantized = nl.ndarray(x.shape, dtype=out.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(quantized, nl.load(x))
+        nl.store(out, value=quantized)
+
+    x = torch.randn(128, 64, device="neuron")
+    out = torch.empty(128, 64, dtype=dtype, device="neuron")
+    quantize(x, out)
+    assert torch.equal(out.cpu().float(), x.cpu().to(dtype).float())
