@@ -8,6 +8,8 @@ measured in the same run:
 - nki_rmsnorm_us, nki_rmsnorm_eager_us: the two times per call.
 - nki_trace_ms_<kernel>: tracing each example kernel once (a fresh trace of
   its acceptance shape), and its instruction count.
+- nki_trn2_estimate_us_<kernel>: nki.estimate's predicted time on trn2 (a
+  model, not a measurement: docs/nki.md).
 """
 import json
 import pathlib
@@ -81,6 +83,8 @@ def worker():
         traced = nki.trace(fresh(kernel), *arguments)
         figures[f"nki_trace_ms_{name}"] = round(traced.trace_seconds * 1e3, 2)
         figures[f"nki_instructions_{name}"] = traced.instruction_count
+        figures[f"nki_trn2_estimate_us_{name}"] = round(
+            nki.estimate(kernel)(*arguments).total_us, 2)
     return figures
 
 

@@ -16,8 +16,9 @@ the core's SBUF and PSUM. docs/nki.md says what is supported.
 """
 
 from nki import isa, language
+from nki._estimate import Estimate, estimate
 from nki._kernel import Kernel, TracedKernel, jit, simulate, simulate_kernel, trace
 from nki._trace import NkiTensor, NkiValidationError
 
-__all__ = ["Kernel", "NkiTensor", "NkiValidationError", "TracedKernel", "isa", "jit",
-           "language", "simulate", "simulate_kernel", "trace"]
+__all__ = ["Estimate", "Kernel", "NkiTensor", "NkiValidationError", "TracedKernel", "estimate",
+           "isa", "jit", "language", "simulate", "simulate_kernel", "trace"]
