@@ -5,6 +5,7 @@ trace itself."""
 
 import os
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -588,3 +589,32 @@ def test_estimate_overlaps_independent_engines_and_serializes_dependent_ones():
     assert chained.total_us > apart.total_us
     work = chained.busy_us["vector"] + chained.busy_us["scalar"]
     assert chained.total_us >= work
+
+
+HOST_BUDGET = """
+import torch, torch_neuronx, nki, nki.language as nl
+
+@nki.jit
+def exponentials(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.exp(nl.load(x)))
+    return out
+
+x = torch.randn(128, 8192, dtype=torch.bfloat16, device="neuron")
+try:
+    exponentials(x)
+except torch.OutOfMemoryError as error:
+    print("refused:", "exponentials" in str(error))
+small = torch.randn(128, 64, dtype=torch.bfloat16, device="neuron")
+print("small runs:", torch.equal(exponentials(small).cpu(), small.cpu().float().exp().bfloat16()))
+"""
+
+
+def test_a_kernels_temporaries_count_against_the_launch_host_budget(own_daemon, run_python):
+    directory = tempfile.mkdtemp(prefix="nrt-nki-")
+    socket_path = os.path.join(directory, "rtd.sock")
+    # 1 MiB: the kernel's float32 copy of a [128, 8192] bfloat16 tile is 4 MiB.
+    own_daemon(socket_path, config_text="[sim]\nmax_launch_host_bytes = 1048576\n")
+    result = run_python(HOST_BUDGET, env={"NEURON_RTD_ADDRESS": "unix:" + socket_path})
+    assert result.returncode == 0, result.stderr
+    assert "refused: True" in result.stdout and "small runs: True" in result.stdout

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "daemon/hal/device.h"
+#include "daemon/hal/sim/launch_host_budget.h"
 #include "daemon/hal/sim/nki/nki_interpreter.h"
 
 namespace neuron::rtd::hal::sim {
@@ -15,7 +16,7 @@ class NkiExecutable final : public SimExecutable {
 
   absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
                    std::span<const uint8_t> /*immediates*/,
-                   const LaunchSettings& /*settings*/) const override {
+                   const LaunchSettings& settings) const override {
     std::vector<nki::NkiHbmBuffer> hbm(bindings.size());
     for (const NkiAllocation& allocation : plan_.allocations) {
       if (allocation.space != NkiSpace::kHbm || allocation.elements == 0) continue;
@@ -30,9 +31,14 @@ class NkiExecutable final : public SimExecutable {
       if (!data.ok()) return data.status();
       hbm[allocation.address_index] = nki::NkiHbmBuffer{.data = *data, .bytes = bytes};
     }
+    // The interpreter's float32 copies of operands (a DMA between HBM
+    // tensors copies it whole) count against the launch's host budget.
+    LaunchHostBudget budget(settings.max_host_bytes);
     absl::Status status = nki::RunNkiKernel(plan_, hbm, nki::ThreadCoreMemory(plan_.target));
     if (status.code() == absl::StatusCode::kInvalidArgument) {
       status.SetPayload(kOperatorErrorTypePayload, absl::Cord("ValueError"));
+    } else if (status.code() == absl::StatusCode::kResourceExhausted) {
+      status.SetPayload(kOperatorErrorTypePayload, absl::Cord("OutOfMemoryError"));
     }
     return status;
   }

@@ -462,17 +462,19 @@ absl::Status RunNkiKernel(const NkiKernelPlan& plan, std::span<const NkiHbmBuffe
   machine.PoisonTilesReadBeforeWritten();
   for (size_t i = 0; i < plan.instructions.size(); ++i) {
     const NkiInstruction& instruction = plan.instructions[i];
-    auto failure = [&](std::string_view message) {
+    auto failure = [&](std::string_view message,
+                       absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
       const std::string location = instruction.source < plan.source_locations.size()
                                        ? " at " + plan.source_locations[instruction.source]
                                        : "";
-      return absl::InvalidArgumentError(absl::StrFormat("NKI kernel '%s' instruction %d (%s)%s: %s",
-                                                        plan.name, i,
-                                                        NkiOpcodeName(instruction.opcode),
-                                                        location, message));
+      return absl::Status(code, absl::StrFormat("NKI kernel '%s' instruction %d (%s)%s: %s",
+                                                plan.name, i, NkiOpcodeName(instruction.opcode),
+                                                location, message));
     };
     try {
       machine.Execute(instruction);
+    } catch (const c10::OutOfMemoryError& error) {
+      return failure(error.what_without_backtrace(), absl::StatusCode::kResourceExhausted);
     } catch (const c10::Error& error) {
       return failure(error.what_without_backtrace());
     } catch (const std::exception& error) {

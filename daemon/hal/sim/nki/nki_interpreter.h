@@ -53,7 +53,8 @@ struct NkiHbmBuffer {
 // that reads what it never wrote sees it.
 // INVALID_ARGUMENT naming the instruction and its source line when an
 // instruction's operands disagree (element counts, shapes);
-// FAILED_PRECONDITION when a buffer is missing or too small.
+// RESOURCE_EXHAUSTED when host memory for an instruction's temporaries runs
+// out; FAILED_PRECONDITION when a buffer is missing or too small.
 absl::Status RunNkiKernel(const NkiKernelPlan& plan, std::span<const NkiHbmBuffer> hbm,
                           NkiCoreMemory& memory);
 
