@@ -618,3 +618,60 @@ def test_a_kernels_temporaries_count_against_the_launch_host_budget(own_daemon, 
     result = run_python(HOST_BUDGET, env={"NEURON_RTD_ADDRESS": "unix:" + socket_path})
     assert result.returncode == 0, result.stderr
     assert "refused: True" in result.stdout and "small runs: True" in result.stdout
+
+
+def test_tiles_the_kernel_places_with_address_stay_there():
+    @nki.jit
+    def halves(x):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        # Two 64-partition tiles at the same bytes of different partitions.
+        top = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf, name="top", address=(0, 0))
+        bottom = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.sbuf, name="bottom",
+                            address=(64, 0))
+        nisa.dma_copy(top, x[0:64, :])
+        nisa.dma_copy(bottom, x[64:128, :])
+        nisa.tensor_scalar(top, top, nl.multiply, 2.0)
+        nisa.tensor_scalar(bottom, bottom, nl.add, 1.0)
+        nl.store(out[0:64, :], value=top)
+        nl.store(out[64:128, :], value=bottom)
+        return out
+
+    x = torch.randn(128, 64, device="neuron")
+    expected = torch.cat([x.cpu()[:64] * 2, x.cpu()[64:] + 1])
+    torch.testing.assert_close(halves(x).cpu(), expected)
+    traced = nki.trace(halves, torch.empty(128, 64))
+    placed = {a.name: (a.partition_start, a.byte_offset) for a in traced.trace.allocations
+              if a.space == "sbuf"}
+    assert placed["top"] == (0, 0) and placed["bottom"] == (64, 0)
+
+
+@pytest.mark.parametrize("shape,buffer,address,text", [
+    ((64, 8), nl.sbuf, (16, 0), "starts at partition 0, 64"),
+    ((128, 8), nl.psum, (0, 1024), "bank boundary"),
+    ((128, 50000), nl.sbuf, (0, 20000), "do not fit"),
+])
+def test_an_address_the_hardware_cannot_use_is_refused(shape, buffer, address, text):
+    @nki.jit
+    def kernel(x):
+        tile = nl.ndarray(shape, dtype=nl.float32, buffer=buffer, address=address)
+        nisa.memset(tile, 0.0)
+        nl.store(x, value=tile[0:1, 0:1])
+
+    with pytest.raises(NkiValidationError, match=text) as raised:
+        kernel(torch.empty(1, 1, device="neuron"))
+    assert raised.value.code == "err_invalid_address"
+
+
+def test_the_allocator_keeps_clear_of_placed_tiles():
+    @nki.jit
+    def kernel(x):
+        placed = nl.ndarray((128, 25000), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        nisa.memset(placed, 1.0)
+        other = nl.ndarray((128, 30000), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(other, 2.0)
+        nl.store(x, value=nl.add(placed[:, 0:1], other[:, 0:1]))
+
+    # 100,000 + 120,000 bytes per partition: more than one partition holds.
+    with pytest.raises(NkiValidationError) as raised:
+        kernel(torch.empty(128, 1, device="neuron"))
+    assert raised.value.code == "err_out_of_memory"

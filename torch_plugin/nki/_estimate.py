@@ -161,7 +161,8 @@ def _footprint(tensor):
     first, last = low // free, high // free
     column_low = min(low % free, high % free) if first == last else 0
     column_high = max(low % free, high % free) if first == last else free - 1
-    return ((allocation.space,), (first, last + 1),
+    start = allocation.partition_start
+    return ((allocation.space,), (start + first, start + last + 1),
             (allocation.byte_offset + column_low * element,
              allocation.byte_offset + (column_high + 1) * element))
 

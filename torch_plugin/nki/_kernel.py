@@ -366,7 +366,8 @@ def _describe(trace):
         else:
             allocations.append((_trace.SPACE_CODES[allocation.space], allocation.dtype,
                                 allocation.name, 0, 0, allocation.shape[0],
-                                allocation.free_elements, 0, allocation.byte_offset, []))
+                                allocation.free_elements, allocation.partition_start,
+                                allocation.byte_offset, []))
     instructions = []
     for opcode, operands, alu, activation, scalars, flags, axes, source in trace.instructions:
         instructions.append((opcode, [None if o is None else o.access() for o in operands], alu,

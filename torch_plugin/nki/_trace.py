@@ -88,6 +88,9 @@ class Allocation:
     index: int = -1
     address_index: int = -1
     byte_offset: int = 0
+    partition_start: int = 0
+    # Placed by the kernel (nl.ndarray(address=...)), not by the allocator.
+    fixed: bool = False
     location: str = None
 
     @property
@@ -347,32 +350,49 @@ class tracing:
         _local.trace = None
 
 
+def _footprint_bytes(tile, align):
+    return -(-tile.free_elements * tile.element_bytes // align) * align
+
+
+def _partitions_meet(a, b):
+    return a.partition_start < b.partition_start + b.shape[0] and \
+        b.partition_start < a.partition_start + a.shape[0]
+
+
 def place_tiles(trace):
     """Gives every tile its byte offset: a first-fit over the tiles live at
-    once (first to last use), PSUM tiles on whole 2 KiB banks. Raises the
-    allocator's error when the live tiles do not fit."""
+    once (first to last use) whose partitions meet it, PSUM tiles on whole
+    2 KiB banks; tiles the kernel placed (nl.ndarray(address=...)) stay
+    where it put them. Raises the allocator's error when the live tiles do
+    not fit."""
     target = trace.target
     for space, capacity, align in (("sbuf", target.sbuf_partition_bytes, 64),
                                    ("psum", target.psum_partition_bytes, target.psum_bank_bytes)):
         tiles = sorted((a for a in trace.allocations if a.space == space and a.first_use >= 0),
                        key=lambda a: (a.first_use, a.index))
+        fixed = [tile for tile in tiles if tile.fixed]
         live = []
         for tile in tiles:
             live = [other for other in live if other.last_use >= tile.first_use]
-            size = -(-tile.free_elements * tile.element_bytes // align) * align
+            if tile.fixed:
+                continue
+            size = _footprint_bytes(tile, align)
+            blocking = [other for other in live + [f for f in fixed
+                                                  if f.first_use <= tile.last_use
+                                                  and f.last_use >= tile.first_use]
+                        if _partitions_meet(other, tile)]
             offset = 0
-            for other in sorted(live, key=lambda a: a.byte_offset):
-                other_size = -(-other.free_elements * other.element_bytes // align) * align
+            for other in sorted(blocking, key=lambda a: a.byte_offset):
                 if offset + size <= other.byte_offset:
                     break
-                offset = max(offset, other.byte_offset + other_size)
+                offset = max(offset, other.byte_offset + _footprint_bytes(other, align))
             if offset + size > capacity:
-                used = sum(-(-o.free_elements * o.element_bytes // align) * align for o in live)
-                names = ", ".join(f"'{o.name}'" for o in live[:8])
+                used = sum(_footprint_bytes(o, align) for o in blocking)
+                names = ", ".join(f"'{o.name}'" for o in blocking[:8])
                 raise NkiValidationError(
                     "err_out_of_memory",
                     f"{space.upper()} is full: tile '{tile.name}' needs {size} bytes per "
-                    f"partition while {len(live)} live tiles ({names}) hold {used} of "
+                    f"partition while {len(blocking)} live tiles ({names}) hold {used} of "
                     f"{capacity}", tile.location)
             tile.byte_offset = offset
             live.append(tile)

@@ -8,8 +8,7 @@ functions double as the `op=` operators of nki.isa (nl.add, nl.exp,
 nl.maximum, ...).
 
 Not implemented yet (calling them raises NotImplementedError): masks and
-nl.arange/nl.mgrid (removed from current NKI), `address=` placement,
-nl.where, nl.broadcast_to, nl.expand_dims, nl.device_print, nl.fori_loop,
+nl.arange/nl.mgrid (removed from current NKI), nl.where, nl.broadcast_to, nl.expand_dims, nl.device_print, nl.fori_loop,
 nl.while_loop, nl.dynamic_range, LNC2 collectives.
 """
 
@@ -122,9 +121,6 @@ def _check_shape(shape, buffer, dtype, name):
 def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
     """A new tensor in `buffer` (uninitialized). nl.shared_hbm tensors are
     the kernel's outputs when it returns them."""
-    if address is not None:
-        raise NotImplementedError("nl.ndarray(address=...) is not supported yet: the trace-time "
-                                  "allocator places every tile")
     if not isinstance(buffer, _trace.Buffer):
         fail("err_invalid_buffer", f"buffer={buffer!r}: use nl.sbuf, nl.psum, nl.hbm or "
              "nl.shared_hbm")
@@ -137,7 +133,41 @@ def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
                                     role="scratch" if buffer.space == "hbm" else "")
     if buffer.space == "hbm":
         allocation.elements = math.prod(shape)
+        if address is not None:
+            fail("err_invalid_address", "address= places SBUF and PSUM tiles, not HBM tensors")
+    elif address is not None:
+        _place(allocation, address, dtype)
     return NkiTensor(allocation, shape, _trace._contiguous_strides(shape))
+
+
+def _place(allocation, address, dtype):
+    """A tile at `address` = (start partition, byte offset in each
+    partition), as the kernel asks."""
+    target = _target.current()
+    try:
+        partition, offset = (int(value) for value in address)
+    except (TypeError, ValueError):
+        fail("err_invalid_address", f"address={address!r}: give (start partition, byte offset)")
+    partitions = allocation.shape[0]
+    # Where an engine's access may start (the architecture guide).
+    allowed = (0,) if partitions > 64 else (0, 64) if partitions > 32 else (0, 32, 64, 96)
+    if partition not in allowed or partition + partitions > target.partitions:
+        fail("err_invalid_address", f"a tile of {partitions} partitions starts at partition "
+             f"{', '.join(map(str, allowed))}; address={address!r}")
+    capacity = target.psum_partition_bytes if allocation.space == "psum" \
+        else target.sbuf_partition_bytes
+    size = allocation.free_elements * allocation.element_bytes
+    element = torch.empty((), dtype=dtype).element_size()
+    if offset < 0 or offset % element or offset + size > capacity:
+        fail("err_invalid_address", f"{size} bytes per partition at byte {offset} do not fit "
+             f"the {capacity} of a {allocation.space.upper()} partition (offsets are multiples of "
+             f"the element size)")
+    if allocation.space == "psum" and offset % target.psum_bank_bytes:
+        fail("err_invalid_address", f"a PSUM tile starts on a {target.psum_bank_bytes}-byte bank "
+             f"boundary; address={address!r}")
+    allocation.partition_start = partition
+    allocation.byte_offset = offset
+    allocation.fixed = True
 
 
 def full(shape, fill_value, dtype, buffer=sbuf, name=""):
