@@ -675,3 +675,31 @@ def test_the_allocator_keeps_clear_of_placed_tiles():
     with pytest.raises(NkiValidationError) as raised:
         kernel(torch.empty(128, 1, device="neuron"))
     assert raised.value.code == "err_out_of_memory"
+
+
+def test_kernels_from_several_threads_on_several_cores_at_once():
+    import threading
+
+    devices = min(2, torch.neuron.device_count())
+    failures = []
+
+    def work(index):
+        try:
+            device = torch.device("neuron", index % devices)
+            stream = torch_neuronx.Stream(device=device)
+            with torch.neuron.device(device), torch_neuronx.stream(stream):
+                for round_ in range(10):
+                    a = torch.full((128, 512), float(index + round_), device=device)
+                    b = torch.ones(128, 512, device=device)
+                    out = tensor_add.tensor_add_kernel(a, b)
+                    if not torch.equal(out.cpu(), torch.full((128, 512), index + round_ + 1.0)):
+                        failures.append((index, round_))
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append(repr(error))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
