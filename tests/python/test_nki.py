@@ -703,3 +703,27 @@ def test_kernels_from_several_threads_on_several_cores_at_once():
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_expand_dims_and_broadcast_to_are_views():
+    @nki.jit
+    def scale_rows(x, weights):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        tile = nl.load(x)                                    # [128, 4, 8]
+        row = nl.load(weights.reshape((1, 8)))               # [1, 8]
+        every = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(every, nl.ones((1, 128), nl.float32), row)   # [128, 8] in PSUM
+        repeated = nl.copy(every).expand_dims(1).broadcast_to((128, 4, 8))
+        nl.store(out, value=nl.multiply(tile, repeated))
+        return out
+
+    x = torch.randn(128, 4, 8, device="neuron")
+    weights = torch.randn(8, device="neuron")
+    torch.testing.assert_close(scale_rows(x, weights).cpu(), x.cpu() * weights.cpu())
+
+    @nki.jit
+    def partitions(x):
+        nl.store(x, value=nl.load(x[0:1, :]).broadcast_to((128, 8)))
+
+    with pytest.raises(NkiValidationError, match="partitions are copied"):
+        partitions(torch.empty(128, 8, device="neuron"))

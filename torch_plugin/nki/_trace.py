@@ -220,6 +220,36 @@ class NkiTensor:
                  "reshaped")
         return NkiTensor(self._allocation, shape, _contiguous_strides(shape), self.offset)
 
+    def expand_dims(self, axis):
+        """A view with a dimension of size 1 inserted at `axis` (not before a
+        tile's partition dimension)."""
+        axis = axis + self.ndim + 1 if axis < 0 else axis
+        if not 0 <= axis <= self.ndim or (axis == 0 and self._allocation.on_chip):
+            fail("err_invalid_index", f"expand_dims at {axis} of '{self.name}' "
+                 f"{list(self.shape)}: a tile's partition dimension stays first")
+        stride = self.strides[axis] * self.shape[axis] if axis < self.ndim else 1
+        return NkiTensor(self._allocation, self.shape[:axis] + (1,) + self.shape[axis:],
+                         self.strides[:axis] + (stride,) + self.strides[axis:], self.offset)
+
+    def broadcast_to(self, shape):
+        """A view repeating dimensions of size 1 to `shape` (free dimensions
+        only on chip: partitions are not repeated by a view)."""
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != self.ndim:
+            fail("err_shape_mismatch", f"broadcast_to {list(shape)} of '{self.name}' "
+                 f"{list(self.shape)}: the same number of dimensions")
+        strides = []
+        for dim, (have, want, stride) in enumerate(zip(self.shape, shape, self.strides)):
+            if have == want:
+                strides.append(stride)
+            elif have == 1 and not (dim == 0 and self._allocation.on_chip):
+                strides.append(0)
+            else:
+                fail("err_shape_mismatch", f"cannot broadcast '{self.name}' {list(self.shape)} "
+                     f"to {list(shape)} (dimension {dim}; a tile's partitions are copied, "
+                     "not broadcast)")
+        return NkiTensor(self._allocation, shape, strides, self.offset)
+
     # Tile arithmetic as sugar for nki.language's functions.
     def _language(self):
         from nki import language

@@ -8,8 +8,8 @@ functions double as the `op=` operators of nki.isa (nl.add, nl.exp,
 nl.maximum, ...).
 
 Not implemented yet (calling them raises NotImplementedError): masks and
-nl.arange/nl.mgrid (removed from current NKI), nl.where, nl.broadcast_to, nl.expand_dims, nl.device_print, nl.fori_loop,
-nl.while_loop, nl.dynamic_range, LNC2 collectives.
+nl.arange/nl.mgrid (removed from current NKI), nl.where, nl.device_print,
+nl.fori_loop, nl.while_loop, nl.dynamic_range, LNC2 collectives.
 """
 
 import builtins
@@ -345,6 +345,17 @@ def mean(x, axis, dtype=None, keepdims=False):
     return out
 
 
+def expand_dims(x, axis):
+    """x with a dimension of size 1 inserted at `axis` (a view)."""
+    return x.expand_dims(axis)
+
+
+def broadcast_to(x, shape):
+    """x repeated along its dimensions of size 1 to `shape` (a view; on chip,
+    the free dimensions only)."""
+    return x.broadcast_to(shape)
+
+
 def _to_sbuf(tile):
     if tile._allocation.space == "sbuf":
         return tile
@@ -397,7 +408,7 @@ def _not_implemented(name):
     return refuse
 
 
-for _name in ("where", "broadcast_to", "expand_dims", "device_print", "fori_loop",
+for _name in ("where", "device_print", "fori_loop",
               "while_loop", "dynamic_range", "arange", "mgrid", "par_dim"):
     globals()[_name] = _not_implemented(_name)
 
