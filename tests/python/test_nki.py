@@ -727,3 +727,26 @@ def test_expand_dims_and_broadcast_to_are_views():
 
     with pytest.raises(NkiValidationError, match="partitions are copied"):
         partitions(torch.empty(128, 8, device="neuron"))
+
+
+def test_where_and_predicated_copies():
+    @nki.jit
+    def clipped(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        tile = nl.load(x)
+        nl.store(out, value=nl.where(nl.greater(tile, 0.5), tile, 0.5))
+        return out
+
+    x = torch.randn(128, 64, device="neuron")
+    torch.testing.assert_close(clipped(x).cpu(), torch.where(x.cpu() > 0.5, x.cpu(), 0.5))
+
+    @nki.jit
+    def negatives_zeroed(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        tile = nl.load(x)
+        zeros = nl.zeros(x.shape, dtype=x.dtype)
+        nisa.tensor_copy_predicated(tile, zeros, nl.less(tile, 0.0))
+        nl.store(out, value=tile)
+        return out
+
+    torch.testing.assert_close(negatives_zeroed(x).cpu(), x.cpu().clamp(min=0))

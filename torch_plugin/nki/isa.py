@@ -1,8 +1,9 @@
 """nki.isa: one call, one NeuronCore instruction, with its destination
 given explicitly as the first argument (the current NKI API).
 
-Implemented: dma_copy, tensor_copy, memset, tensor_tensor, tensor_scalar,
-activation, reciprocal, nc_matmul, nc_transpose, tensor_reduce, iota. Each
+Implemented: dma_copy, tensor_copy, tensor_copy_predicated, memset,
+tensor_tensor, tensor_scalar, activation, reciprocal, nc_matmul,
+nc_transpose, tensor_reduce, iota. Each
 checks the hardware's rules as it is traced (memory spaces, partition
 counts and limits, matmul sizes) and raises NkiValidationError naming the
 rule and the kernel's line.
@@ -17,7 +18,8 @@ from nki._trace import NkiTensor, NkiValidationError, fail
 
 __all__ = ["NkiValidationError", "activation", "dma_copy", "engine", "get_nc_version", "iota",
            "memset", "nc_matmul", "nc_transpose", "nc_version", "reciprocal", "tensor_copy",
-           "tensor_reduce", "tensor_scalar", "tensor_tensor", "dge_mode", "oob_mode"]
+           "tensor_copy_predicated", "tensor_reduce", "tensor_scalar", "tensor_tensor",
+           "dge_mode", "oob_mode"]
 
 
 class engine:
@@ -300,6 +302,33 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None):
              f"{remaining} elements; dst{list(dst.shape)} has {dst.size}")
     _trace.current().record("tensor_reduce", [dst, data], alu=[alu], axes=sorted(set(axes)),
                             flags=[negate, keepdims])
+
+
+def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None):
+    """dst = src where predicate is nonzero (zero with reverse_pred); dst
+    keeps its values elsewhere."""
+    for tile, what in ((dst, "dst"), (src, "src"), (predicate, "predicate")):
+        _on_chip(tile, what, "tensor_copy_predicated")
+    _partitions_match("tensor_copy_predicated", dst=dst, src=src, predicate=predicate)
+    _elements_match("tensor_copy_predicated", dst, src)
+    _elements_match("tensor_copy_predicated", dst, predicate, "predicate")
+    if reverse_pred:
+        inverted = _trace_new_tile(predicate)
+        tensor_scalar(inverted, predicate, _EQUAL, 0.0)
+        predicate = inverted
+    _trace.current().record("tensor_copy_predicated", [dst, src, predicate])
+
+
+class _EqualOperator:
+    alu = "equal"
+
+
+_EQUAL = _EqualOperator()
+
+
+def _trace_new_tile(like):
+    from nki import language
+    return language.ndarray(like.shape, torch.float32, language.sbuf)
 
 
 def iota(dst, pattern, offset=0, channel_multiplier=0, name=None):

@@ -8,7 +8,7 @@ functions double as the `op=` operators of nki.isa (nl.add, nl.exp,
 nl.maximum, ...).
 
 Not implemented yet (calling them raises NotImplementedError): masks and
-nl.arange/nl.mgrid (removed from current NKI), nl.where, nl.device_print,
+nl.arange/nl.mgrid (removed from current NKI), nl.device_print,
 nl.fori_loop, nl.while_loop, nl.dynamic_range, LNC2 collectives.
 """
 
@@ -345,6 +345,20 @@ def mean(x, axis, dtype=None, keepdims=False):
     return out
 
 
+def where(condition, x, y, dtype=None):
+    """x where condition is nonzero, else y (tiles of one shape; y may be a
+    number): a copy of y, then a predicated copy of x."""
+    nisa._on_chip(condition, "condition", "where")
+    nisa._on_chip(x, "x", "where")
+    out = ndarray(x.shape, dtype or x.dtype, sbuf)
+    if _is_number(y):
+        nisa.memset(out, y)
+    else:
+        nisa.tensor_copy(out, y)
+    nisa.tensor_copy_predicated(out, x, condition)
+    return out
+
+
 def expand_dims(x, axis):
     """x with a dimension of size 1 inserted at `axis` (a view)."""
     return x.expand_dims(axis)
@@ -408,7 +422,7 @@ def _not_implemented(name):
     return refuse
 
 
-for _name in ("where", "device_print", "fori_loop",
+for _name in ("device_print", "fori_loop",
               "while_loop", "dynamic_range", "arange", "mgrid", "par_dim"):
     globals()[_name] = _not_implemented(_name)
 

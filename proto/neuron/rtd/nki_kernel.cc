@@ -23,7 +23,8 @@ constexpr std::array<std::string_view, static_cast<size_t>(NkiActivation::kCount
 
 constexpr std::array<std::string_view, static_cast<size_t>(NkiOpcode::kCount)> kOpcodeNames = {
     "dma_copy",  "tensor_copy", "memset",       "tensor_tensor", "tensor_scalar",
-    "activation", "nc_matmul",  "nc_transpose", "tensor_reduce", "iota"};
+    "activation", "nc_matmul",  "nc_transpose", "tensor_reduce", "iota",
+    "tensor_copy_predicated"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> Named(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -87,6 +88,8 @@ OpcodeShape ShapeOf(NkiOpcode opcode) {
       return {2, 2, 1, 0, 2, kNkiMaxAccessDims - 1};
     case NkiOpcode::kIota:
       return {1, 1, 0, 2, 0, kNkiMaxAccessDims - 1};
+    case NkiOpcode::kTensorCopyPredicated:
+      return {3, 3, 0, 0, 0, 0};
     case NkiOpcode::kCount:
       break;
   }

@@ -139,6 +139,9 @@ enum class NkiOpcode : int32_t {
   // dst[p, f...] = offset + channel_multiplier * p + sum(f_k * axes[k])
   // (axes hold the pattern's per-dimension steps).
   kIota,
+  // operands: dst, src, predicate: dst = src where predicate != 0 (dst
+  // keeps its values elsewhere).
+  kTensorCopyPredicated,
   kCount,
 };
 

@@ -171,6 +171,21 @@ class Machine {
         destination.copy_(values.expand(destination.sizes()));
         return;
       }
+      case NkiOpcode::kTensorCopyPredicated: {
+        at::Tensor destination = View(*operands[0]);
+        const at::Tensor source = View(*operands[1]);
+        const at::Tensor predicate = View(*operands[2]);
+        TORCH_CHECK(source.numel() == destination.numel() &&
+                        predicate.numel() == destination.numel(),
+                    "dst, src and predicate have ", destination.numel(), ", ", source.numel(),
+                    " and ", predicate.numel(), " elements");
+        const at::Tensor chosen =
+            at::where(predicate.reshape(destination.sizes()).ne(0),
+                      source.reshape(destination.sizes()).to(destination.scalar_type()),
+                      destination);
+        destination.copy_(chosen);
+        return;
+      }
       case NkiOpcode::kCount:
         break;
     }
@@ -179,9 +194,11 @@ class Machine {
 
  private:
   // Whether operand `i` of `instruction` is only written (a destination
-  // that is not also read, as an accumulating matmul's is).
+  // that is not also read, as an accumulating matmul's and a predicated
+  // copy's are).
   static bool IsPureWrite(const NkiInstruction& instruction, size_t i) {
     if (instruction.opcode == NkiOpcode::kMatmul && i == 0) return !instruction.flags[0];
+    if (instruction.opcode == NkiOpcode::kTensorCopyPredicated && i == 0) return false;
     return i == 0 || (instruction.opcode == NkiOpcode::kActivation && i == 4);
   }
 
