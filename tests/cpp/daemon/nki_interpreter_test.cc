@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace neuron::rtd::nki {
@@ -121,7 +122,7 @@ TEST_F(NkiInterpreterTest, ActivationScalesAddsABiasPerPartitionAndReduces) {
 
 TEST_F(NkiInterpreterTest, NewTilesHoldNanAndDisagreeingOperandsNameTheInstruction) {
   NkiKernelPlan plan;
-  plan.name = "k";
+  plan.name = std::string("k");  // GCC 12 under ASan: -Wrestrict on assign(const char*)
   plan.source_locations = {"k.py:7"};
   plan.allocations = {Hbm(0, kFloat, 8), OnChip(NkiSpace::kSbuf, kFloat, 2, 4)};
   plan.instructions = {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "daemon/exec/nki_kernel_decoder.h"
 #include "neuron/rtd/nki_kernel.h"
@@ -19,7 +21,7 @@ using ::testing::IsEmpty;
 // float32 tile in PSUM.
 NkiKernelPlan TwoTensorsAndTiles() {
   NkiKernelPlan plan;
-  plan.name = "k";
+  plan.name = std::string("k");  // GCC 12 under ASan: -Wrestrict on assign(const char*)
   plan.allocations = {
       {.space = NkiSpace::kHbm, .dtype = 6, .name = "x", .address_index = 0, .elements = 512},
       {.space = NkiSpace::kHbm, .dtype = 6, .name = "out", .address_index = 1, .elements = 512},
