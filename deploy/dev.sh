@@ -39,7 +39,7 @@ APT_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
-  libsystemd-dev libgtest-dev libgmock-dev libxxhash-dev zlib1g-dev
+  libsystemd-dev libgtest-dev libgmock-dev libxxhash-dev zlib1g-dev libfabric-dev libfabric1
   prometheus-cpp-dev libcpp-httplib-dev
   python3-dev python3-venv procps
 )
