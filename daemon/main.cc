@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   int64_t logical_nc_config = 0;
   int64_t idle_exit_seconds = 0;
   std::string compiler_python, compiler_cache_dir;
+  std::string fabric_provider, fabric_interface;
   int64_t compile_after_launches = 0;
   bool show_version = false;
   app.add_option("--config", config_path,
@@ -98,6 +99,11 @@ int main(int argc, char** argv) {
   app.add_option("--compile-after-launches", compile_after_launches,
                  "launches of a graph before it is compiled; 0: never "
                  "(compiler.compile_after_launches)");
+  app.add_option("--fabric-provider", fabric_provider,
+                 "libfabric provider for collectives between hosts, e.g. efa or "
+                 "\"tcp;ofi_rxm\"; empty: none (fabric.provider)");
+  app.add_option("--fabric-interface", fabric_interface,
+                 "the provider's domain, e.g. eth0 for tcp (fabric.interface)");
   app.add_flag("--version", show_version, "print the version and exit");
   CLI11_PARSE(app, argc, argv);
 
@@ -135,6 +141,8 @@ int main(int argc, char** argv) {
   if (app.count("--idle-exit") > 0) overrides.idle_exit_seconds = idle_exit_seconds;
   if (app.count("--compiler-python") > 0) overrides.compiler_python = compiler_python;
   if (app.count("--compiler-cache-dir") > 0) overrides.compiler_cache_dir = compiler_cache_dir;
+  if (app.count("--fabric-provider") > 0) overrides.fabric_provider = fabric_provider;
+  if (app.count("--fabric-interface") > 0) overrides.fabric_interface = fabric_interface;
   if (app.count("--compile-after-launches") > 0) {
     overrides.compile_after_launches = compile_after_launches;
   }

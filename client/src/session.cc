@@ -513,7 +513,7 @@ absl::StatusOr<std::string> Session::CreateCommunicatorId() {
 
 absl::StatusOr<Session::Communicator> Session::InitCommunicator(
     std::string_view id, uint32_t rank, uint32_t world_size, absl::Duration join_timeout,
-    absl::Duration operation_timeout) {
+    absl::Duration operation_timeout, const CommunicatorHosts* hosts) {
   v1::InitCommunicatorRequest request;
   request.set_session_id(core_->id());
   request.set_communicator_id(std::string(id));
@@ -522,6 +522,18 @@ absl::StatusOr<Session::Communicator> Session::InitCommunicator(
   request.set_timeout_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(join_timeout)));
   request.set_operation_timeout_ms(
       static_cast<uint32_t>(absl::ToInt64Milliseconds(operation_timeout)));
+  if (hosts != nullptr) {
+    v1::CommunicatorHosts* given = request.mutable_hosts();
+    given->set_host(hosts->host);
+    given->set_group_key(hosts->group_key);
+    for (size_t i = 0; i < hosts->fabric_addresses.size(); ++i) {
+      v1::CommunicatorHosts::Host* host = given->add_hosts();
+      host->set_fabric_address(hosts->fabric_addresses[i]);
+      if (i < hosts->ranks.size()) {
+        host->mutable_ranks()->Add(hosts->ranks[i].begin(), hosts->ranks[i].end());
+      }
+    }
+  }
   // The daemon answers by the join timeout; the margin covers the call.
   absl::StatusOr<v1::InitCommunicatorResponse> response = core_->client().CallFor(
       join_timeout + absl::Seconds(10), &v1::Runtime::Stub::InitCommunicator, request,

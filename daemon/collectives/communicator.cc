@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "daemon/collectives/host_reduce.h"
 
 namespace neuron::rtd::collectives {
 namespace {
@@ -12,44 +13,6 @@ namespace {
 // The slice of an all-reduce's result that is reduced and then copied to
 // the other ranks before the next: small enough to stay in the cache.
 constexpr uint64_t kAllReduceSliceBytes = 256 << 10;
-
-hal::ElementType ElementTypeOf(uint32_t dtype) {
-  switch (dtype) {
-    case NEURON_RTD_DTYPE_BFLOAT16:
-      return hal::ElementType::kBFloat16;
-    case NEURON_RTD_DTYPE_FLOAT16:
-      return hal::ElementType::kFloat16;
-    case NEURON_RTD_DTYPE_INT8:
-      return hal::ElementType::kInt8;
-    case NEURON_RTD_DTYPE_UINT8:
-      return hal::ElementType::kUInt8;
-    case NEURON_RTD_DTYPE_INT32:
-      return hal::ElementType::kInt32;
-    case NEURON_RTD_DTYPE_INT64:
-      return hal::ElementType::kInt64;
-    case NEURON_RTD_DTYPE_BOOL:
-      return hal::ElementType::kBool;
-    default:
-      return hal::ElementType::kFloat32;
-  }
-}
-
-hal::ReduceOp ReduceOpOf(uint32_t op) {
-  switch (op) {
-    case NEURON_RTD_REDUCE_PRODUCT:
-      return hal::ReduceOp::kProduct;
-    case NEURON_RTD_REDUCE_MIN:
-      return hal::ReduceOp::kMin;
-    case NEURON_RTD_REDUCE_MAX:
-      return hal::ReduceOp::kMax;
-    case NEURON_RTD_REDUCE_AVG:
-      return hal::ReduceOp::kAvg;
-    case NEURON_RTD_REDUCE_PREMUL_SUM:
-      return hal::ReduceOp::kPremulSum;
-    default:
-      return hal::ReduceOp::kSum;
-  }
-}
 
 uint64_t ElementBytesOf(const neuron_rtd_collective_op& op) {
   return op.element_count * neuron_rtd_dtype_bytes(op.dtype);
@@ -91,8 +54,8 @@ absl::Status ReduceInto(const std::vector<const RankOp*>& ranks, uint64_t offset
           "a rank's result buffer overlaps another rank's input buffer");
     }
   }
-  hal::Reduction reduction{.op = ReduceOpOf(first.reduce_op),
-                           .type = ElementTypeOf(first.dtype),
+  hal::Reduction reduction{.op = ReduceOpOfWire(first.reduce_op),
+                           .type = ElementTypeOfDtype(first.dtype),
                            .count = bytes / neuron_rtd_dtype_bytes(first.dtype),
                            .scale = first.scale};
   return destination.device->Reduce(reduction, destination.address, sources);
@@ -168,35 +131,101 @@ Communicator::Communicator(std::string name, uint32_t size, absl::Duration timeo
   members_.resize(size);
 }
 
+Communicator::Communicator(std::string name, HostTopology topology, FabricRouter* router,
+                           absl::Duration timeout, std::shared_ptr<CollectiveCounters> counters)
+    : name_(std::move(name)),
+      size_(topology.world_size()),
+      timeout_(timeout),
+      counters_(std::move(counters)),
+      topology_(std::move(topology)),
+      router_(router) {
+  members_.resize(size_);
+  exchange_thread_ = std::thread([this] { RunExchanges(); });
+}
+
+Communicator::~Communicator() {
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  if (router_ != nullptr) router_->Unregister(topology_->group_key);
+  mailbox_.Abort(absl::CancelledError(absl::StrFormat("communicator %s is gone", name_)));
+  if (exchange_thread_.joinable()) {
+    // The exchange thread may drop the last reference itself (settling a
+    // collective ends a session): it then finishes on its own.
+    if (exchange_thread_.get_id() == std::this_thread::get_id()) {
+      exchange_thread_.detach();
+    } else {
+      exchange_thread_.join();
+    }
+  }
+}
+
+uint32_t Communicator::local_size() const {
+  return topology_ ? static_cast<uint32_t>(topology_->local_ranks().size()) : size_;
+}
+
 absl::Status Communicator::Join(uint32_t rank, std::string member, absl::Time deadline) {
-  absl::MutexLock lock(&mutex_);
-  if (!aborted_.ok()) return aborted_;
-  if (rank >= size_) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("rank %d does not exist in communicator %s of %d ranks", rank, name_, size_));
-  }
-  if (!members_[rank].empty()) {
-    return absl::AlreadyExistsError(absl::StrFormat("rank %d of communicator %s is taken by %s",
-                                                    rank, name_, members_[rank]));
-  }
-  members_[rank] = std::move(member);
-  ++joined_;
-  auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
-    return joined_ == size_ || !aborted_.ok();
-  };
-  mutex_.AwaitWithDeadline(absl::Condition(&settled), deadline);
-  if (!aborted_.ok()) return aborted_;
-  if (joined_ == size_) return absl::OkStatus();
-  std::vector<uint32_t> missing;
-  for (uint32_t i = 0; i < size_; ++i) {
-    if (members_[i].empty()) missing.push_back(i);
-  }
   std::vector<Arrival> failed;
-  AbortLocked(absl::DeadlineExceededError(absl::StrFormat(
-                  "communicator %s: rank(s) %s of %d did not join in time", name_,
-                  absl::StrJoin(missing, ","), size_)),
-              failed);
-  return aborted_;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!aborted_.ok()) return aborted_;
+    if (rank >= size_) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "rank %d does not exist in communicator %s of %d ranks", rank, name_, size_));
+    }
+    if (topology_ && !topology_->IsLocal(rank)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "rank %d of communicator %s is on host %d; this daemon serves host %d", rank, name_,
+          topology_->host_of_rank[rank], topology_->host));
+    }
+    if (!members_[rank].empty()) {
+      return absl::AlreadyExistsError(absl::StrFormat("rank %d of communicator %s is taken by %s",
+                                                      rank, name_, members_[rank]));
+    }
+    members_[rank] = std::move(member);
+    ++joined_;
+    auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+      return joined_ == local_size() || !aborted_.ok();
+    };
+    mutex_.AwaitWithDeadline(absl::Condition(&settled), deadline);
+    if (!aborted_.ok()) return aborted_;
+    if (joined_ == local_size()) {
+      if (!topology_) return absl::OkStatus();
+      if (connecting_) {
+        auto connected = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+          return connected_.has_value() || !aborted_.ok();
+        };
+        mutex_.Await(absl::Condition(&connected));
+        return aborted_.ok() ? *connected_ : aborted_;
+      }
+      connecting_ = true;
+    } else {
+      std::vector<uint32_t> missing;
+      for (uint32_t i = 0; i < size_; ++i) {
+        if (members_[i].empty() && (!topology_ || topology_->IsLocal(i))) missing.push_back(i);
+      }
+      status = absl::DeadlineExceededError(
+          absl::StrFormat("communicator %s: rank(s) %s of %d did not join in time", name_,
+                          absl::StrJoin(missing, ","), size_));
+      AbortLocked(status, failed);
+    }
+  }
+  if (!status.ok()) {
+    AfterAbort(status, failed, /*tell_hosts=*/true);
+    return status;
+  }
+  // This thread completed the host's ranks: it meets the other hosts.
+  absl::Status connected = ConnectHosts(deadline);
+  {
+    absl::MutexLock lock(&mutex_);
+    connected_ = connected;
+    if (connected.ok()) return aborted_;
+    if (aborted_.ok()) AbortLocked(connected, failed);
+  }
+  AfterAbort(connected, failed, /*tell_hosts=*/true);
+  return connected;
 }
 
 absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
@@ -205,6 +234,8 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
       std::make_shared<GroupCompletion>(static_cast<uint32_t>(ops.size()), std::move(on_done));
   std::vector<Work> ready;
   std::vector<std::pair<Work, absl::Status>> refused;
+  // Sends to and receives from ranks of other hosts.
+  std::vector<Arrival> remote;
   // A rank that numbers two operations alike breaks the matching for every
   // rank: the communicator is aborted.
   absl::Status violation;
@@ -229,6 +260,21 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
         const bool sends = posted.kind == NEURON_RTD_COLLECTIVE_SEND;
         const uint32_t sender = sends ? rank : posted.peer;
         const uint32_t receiver = sends ? posted.peer : rank;
+        if (topology_ && !topology_->IsLocal(posted.peer)) {
+          if (!sends) {
+            if (!remote_receives_.try_emplace({sender, receiver, sequence}, arrival).second) {
+              aborted.push_back(Arrival{.rank = rank, .completion = completion});
+              if (violation.ok()) {
+                violation = absl::InvalidArgumentError(absl::StrFormat(
+                    "communicator %s: rank %d numbered two receives from rank %d #%d", name_,
+                    rank, posted.peer, sequence));
+              }
+              continue;
+            }
+          }
+          remote.push_back(std::move(arrival));
+          continue;
+        }
         Channel& channel = channels_[uint64_t{sender} * size_ + receiver];
         auto& mine = sends ? channel.sends : channel.recvs;
         auto& others = sends ? channel.recvs : channel.sends;
@@ -281,11 +327,11 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
         continue;
       }
       ++pending_;
-      if (slot.arrivals.size() < size_) continue;
+      if (slot.arrivals.size() < local_size()) continue;
       absl::Status agreement = CheckAgreement(slot);
       Work work;
       for (auto& [each_rank, each] : slot.arrivals) work.push_back(std::move(each));
-      pending_ -= size_;
+      pending_ -= local_size();
       slots_.erase(sequence);
       if (agreement.ok()) {
         ready.push_back(std::move(work));
@@ -300,37 +346,58 @@ absl::StatusOr<std::shared_ptr<GroupCompletion>> Communicator::Post(
         for (Arrival& arrival : work) aborted.push_back(std::move(arrival));
       }
       ready.clear();
+      for (Arrival& arrival : remote) aborted.push_back(std::move(arrival));
+      remote.clear();
     }
   }
-  for (Arrival& arrival : aborted) arrival.completion->Settle(violation);
+  if (!violation.ok()) AfterAbort(violation, aborted, /*tell_hosts=*/true);
   for (auto& [work, status] : refused) {
     if (counters_ != nullptr) counters_->Count(work[0].op.op.kind, /*ok=*/false, 0);
     for (Arrival& arrival : work) arrival.completion->Settle(status);
   }
   for (Work& work : ready) Execute(work);
+  for (Arrival& arrival : remote) PostRemote(std::move(arrival));
   return completion;
 }
 
 absl::Status Communicator::CheckAgreement(const Slot& slot) const {
-  const neuron_rtd_collective_op& first = slot.arrivals.at(0).op.op;
+  const uint32_t first_rank = slot.arrivals.begin()->first;
+  const neuron_rtd_collective_op& first = slot.arrivals.begin()->second.op.op;
   const bool rooted = first.kind == NEURON_RTD_COLLECTIVE_BROADCAST ||
                       first.kind == NEURON_RTD_COLLECTIVE_REDUCE;
-  for (uint32_t rank = 1; rank < size_; ++rank) {
-    const neuron_rtd_collective_op& op = slot.arrivals.at(rank).op.op;
+  for (const auto& [rank, arrival] : slot.arrivals) {
+    const neuron_rtd_collective_op& op = arrival.op.op;
     if (op.kind != first.kind || op.dtype != first.dtype ||
         op.element_count != first.element_count || op.reduce_op != first.reduce_op ||
         op.scale != first.scale || (rooted && op.peer != first.peer)) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "communicator %s, collective #%d: rank 0 issued %s, rank %d issued %s (every rank must "
+          "communicator %s, collective #%d: rank %d issued %s, rank %d issued %s (every rank must "
           "issue the same collectives in the same order)",
-          name_, slot.index, Describe(first), rank, Describe(op)));
+          name_, slot.index, first_rank, Describe(first), rank, Describe(op)));
     }
   }
   return absl::OkStatus();
 }
 
 void Communicator::Execute(Work& work) {
-  absl::Status status = Move(work);
+  if (topology_ && work[0].op.op.kind != NEURON_RTD_COLLECTIVE_SEND) {
+    absl::Status aborted;
+    {
+      absl::MutexLock lock(&mutex_);
+      aborted = aborted_;
+      if (aborted.ok()) {
+        const uint64_t index = work[0].op.op.sequence;
+        exchanges_.try_emplace(index, std::move(work), absl::Now());
+        return;
+      }
+    }
+    for (Arrival& arrival : work) arrival.completion->Settle(aborted);
+    return;
+  }
+  Finish(work, Move(work));
+}
+
+void Communicator::Finish(Work& work, absl::Status status) {
   if (!status.ok()) {
     status = absl::Status(status.code(),
                           absl::StrFormat("communicator %s, %s: %s", name_,
@@ -433,7 +500,7 @@ void Communicator::Leave(uint32_t rank, std::string_view reason) {
         absl::StrFormat("communicator %s: %s left: %s", name_, who, reason));
     AbortLocked(status, failed);
   }
-  for (Arrival& arrival : failed) arrival.completion->Settle(status);
+  AfterAbort(status, failed, /*tell_hosts=*/true);
 }
 
 void Communicator::Abort(absl::Status status) {
@@ -443,7 +510,15 @@ void Communicator::Abort(absl::Status status) {
     if (!aborted_.ok()) return;
     AbortLocked(status, failed);
   }
+  AfterAbort(status, failed, /*tell_hosts=*/true);
+}
+
+void Communicator::AfterAbort(const absl::Status& status, std::vector<Arrival>& failed,
+                              bool tell_hosts) {
   for (Arrival& arrival : failed) arrival.completion->Settle(status);
+  if (!topology_) return;
+  mailbox_.Abort(status);
+  if (tell_hosts) TellHostsOfAbort(status);
 }
 
 void Communicator::ExpireOverdue(absl::Time now) {
@@ -458,7 +533,9 @@ void Communicator::ExpireOverdue(absl::Time now) {
       if (slot.opened > limit) continue;
       std::vector<uint32_t> missing;
       for (uint32_t rank = 0; rank < size_; ++rank) {
-        if (!slot.arrivals.contains(rank)) missing.push_back(rank);
+        if (!slot.arrivals.contains(rank) && (!topology_ || topology_->IsLocal(rank))) {
+          missing.push_back(rank);
+        }
       }
       const std::string_view kind = CollectiveKindName(slot.arrivals.begin()->second.op.op.kind);
       overdue = absl::StrFormat("collective #%d (%s) waited more than %s for rank(s) %s", index,
@@ -486,7 +563,7 @@ void Communicator::ExpireOverdue(absl::Time now) {
         absl::StrFormat("communicator %s timed out: %s", name_, overdue));
     AbortLocked(status, failed);
   }
-  for (Arrival& arrival : failed) arrival.completion->Settle(status);
+  AfterAbort(status, failed, /*tell_hosts=*/true);
 }
 
 void Communicator::AbortLocked(absl::Status status, std::vector<Arrival>& failed) {
@@ -500,6 +577,12 @@ void Communicator::AbortLocked(absl::Status status, std::vector<Arrival>& failed
     for (auto& [sequence, waiting] : channel.recvs) failed.push_back(std::move(waiting.first));
   }
   channels_.clear();
+  for (auto& [index, exchange] : exchanges_) {
+    for (Arrival& arrival : exchange.first) failed.push_back(std::move(arrival));
+  }
+  exchanges_.clear();
+  for (auto& [key, arrival] : remote_receives_) failed.push_back(std::move(arrival));
+  remote_receives_.clear();
   pending_ = 0;
 }
 
@@ -507,7 +590,12 @@ Communicator::Info Communicator::info() const {
   absl::MutexLock lock(&mutex_);
   Info info{.name = name_, .size = size_, .members = members_,
             .collectives_completed = collectives_completed_};
-  info.operations_pending = pending_;
+  if (topology_) {
+    info.hosts = topology_->hosts();
+    info.host = topology_->host;
+  }
+  info.operations_pending = pending_ + remote_receives_.size();
+  for (const auto& [index, exchange] : exchanges_) info.operations_pending += exchange.first.size();
   if (!aborted_.ok()) info.aborted = std::string(aborted_.message());
   return info;
 }

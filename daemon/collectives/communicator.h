@@ -9,10 +9,18 @@
 // second side of a send/receive), the thread that posted it moves the data
 // and completes every participant's group.
 //
+// Across hosts (a HostTopology): this daemon holds the ranks of its host;
+// once they have all arrived at a collective, the communicator's exchange
+// thread runs the collective's steps between the hosts' daemons over the
+// fabric (communicator_cross_host.cc), collectives one at a time in their
+// issue order; sends to and receives from other hosts' ranks move through
+// the fabric as they come.
+//
 // Thread-safety: every method may be called from any thread.
 // Lifetime: shared by the sessions whose ranks joined it (and, while the
 // rendezvous lasts, by the registry); the buffers a pending operation names
-// stay allocated through its RankBuffer's segment until it completes.
+// stay allocated through its RankBuffer's segment until it completes. The
+// destructor stops the exchange thread.
 #ifndef NEURON_RTD_DAEMON_COLLECTIVES_COMMUNICATOR_H_
 #define NEURON_RTD_DAEMON_COLLECTIVES_COMMUNICATOR_H_
 
@@ -20,7 +28,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <span>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +41,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/collectives/collective_counters.h"
+#include "daemon/collectives/fabric_router.h"
+#include "daemon/collectives/host_mailbox.h"
+#include "daemon/collectives/host_topology.h"
 #include "daemon/collectives/group_completion.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/segment.h"
@@ -63,7 +78,7 @@ absl::StatusOr<OperationExtents> ExtentsOf(const neuron_rtd_collective_op& op, u
 
 std::string_view CollectiveKindName(uint32_t kind);
 
-class Communicator {
+class Communicator final : public FabricReceiver {
  public:
   // `name` identifies the communicator in errors and listings (never the
   // secret id). An operation that waits longer than `timeout` for its peers
@@ -71,18 +86,25 @@ class Communicator {
   // `counters` (may be null): where the collectives it runs are counted.
   Communicator(std::string name, uint32_t size, absl::Duration timeout,
                std::shared_ptr<CollectiveCounters> counters = nullptr);
+  // Across hosts: `size` is topology.world_size(); `router` outlives it.
+  Communicator(std::string name, HostTopology topology, FabricRouter* router,
+               absl::Duration timeout, std::shared_ptr<CollectiveCounters> counters = nullptr);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
+  ~Communicator() override;
+
+  const HostTopology* topology() const { return topology_ ? &*topology_ : nullptr; }
 
   const std::string& name() const { return name_; }
   uint32_t size() const { return size_; }
   absl::Duration timeout() const { return timeout_; }
 
   // The rendezvous: takes `rank` for `member` (a description for errors:
-  // session and process) and waits until every rank has joined, the
-  // deadline passes (DEADLINE_EXCEEDED naming the ranks missing; the
-  // communicator is aborted) or it is aborted. ALREADY_EXISTS when the rank
-  // is taken.
+  // session and process) and waits until every rank of this host has
+  // joined and, across hosts, every other host's daemon has said HELLO; or
+  // the deadline passes (DEADLINE_EXCEEDED naming the ranks or hosts
+  // missing; the communicator is aborted) or it is aborted. ALREADY_EXISTS
+  // when the rank is taken; INVALID_ARGUMENT when it is another host's.
   absl::Status Join(uint32_t rank, std::string member, absl::Time deadline);
 
   // Posts `rank`'s group; its completion settles once every operation has
@@ -106,9 +128,18 @@ class Communicator {
   // Operations posted that wait for their peers; past it, Post refuses.
   static constexpr uint64_t kMaxPendingArrivals = 1 << 16;
 
+  // FabricReceiver: messages from the other hosts' daemons.
+  void Receive(const neuron_rtd_fabric_header& header, std::span<const uint8_t> payload) override;
+  void PeerFailed(fabric::PeerId peer, const absl::Status& why) override;
+
+  // Bytes other hosts may send ahead of this host's operations.
+  static constexpr uint64_t kMaxQueuedRemoteBytes = uint64_t{1} << 30;
+
   struct Info {
     std::string name;
     uint32_t size = 0;
+    uint32_t hosts = 1;
+    uint32_t host = 0;
     std::vector<std::string> members;  // by rank; empty where none joined
     uint64_t collectives_completed = 0;
     uint64_t operations_pending = 0;
@@ -138,21 +169,72 @@ class Communicator {
   using Work = std::vector<Arrival>;
 
   void Execute(Work& work);
+  // Settles `work` with `status` (named after the communicator) and counts it.
+  void Finish(Work& work, absl::Status status);
   absl::Status Move(const Work& work);
   absl::Status CheckAgreement(const Slot& slot) const;
   // Records `status` as the abort and moves every pending arrival into
   // `failed`, to settle outside the lock.
   void AbortLocked(absl::Status status, std::vector<Arrival>& failed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Settles `failed` and, across hosts, fails the mailbox and tells the
+  // other hosts why (unless they told us).
+  void AfterAbort(const absl::Status& status, std::vector<Arrival>& failed, bool tell_hosts);
+  uint32_t local_size() const;
+
+  // Across hosts (communicator_cross_host.cc).
+  absl::Status ConnectHosts(absl::Time deadline);
+  void PostRemote(Arrival arrival);
+  void SendToHost(Arrival& arrival);
+  void ReceiveFromHost(Arrival arrival);
+  void RunExchanges();
+  absl::Status Exchange(const Work& work);
+  // Bytes to send, at `offset` of the receiver's view of the collective.
+  struct OutgoingRange {
+    uint64_t offset = 0;
+    const uint8_t* data = nullptr;
+    uint64_t bytes = 0;
+  };
+  absl::Status SendBytes(uint32_t host, uint32_t phase, const neuron_rtd_collective_op& op,
+                         const std::vector<OutgoingRange>& ranges, absl::Time deadline);
+  absl::Status ReceiveBytes(uint32_t host, uint32_t phase, const neuron_rtd_collective_op& op,
+                            uint64_t total, absl::Time deadline,
+                            const std::function<absl::Status(uint64_t offset,
+                                                             std::span<const uint8_t> bytes)>& use);
+  absl::Status CheckRemote(const neuron_rtd_fabric_header& header,
+                           const neuron_rtd_collective_op& op) const;
+  void TellHostsOfAbort(const absl::Status& status);
+  absl::StatusOr<fabric::PeerId> PeerOf(uint32_t host) const;
+  neuron_rtd_fabric_header HeaderFor(uint32_t type) const;
 
   const std::string name_;
   const uint32_t size_;
   const absl::Duration timeout_;
   const std::shared_ptr<CollectiveCounters> counters_;
+  const std::optional<HostTopology> topology_;
+  FabricRouter* const router_ = nullptr;
+  HostMailbox mailbox_{kMaxQueuedRemoteBytes};
 
   mutable absl::Mutex mutex_;
   std::vector<std::string> members_ ABSL_GUARDED_BY(mutex_);
   uint32_t joined_ ABSL_GUARDED_BY(mutex_) = 0;
+  // Across hosts: whether a joining thread has begun ConnectHosts, and its
+  // outcome once it has finished.
+  bool connecting_ ABSL_GUARDED_BY(mutex_) = false;
+  std::optional<absl::Status> connected_ ABSL_GUARDED_BY(mutex_);
+  // Collectives whose ranks of this host have all arrived, by number, for
+  // the exchange thread; and the number it runs next.
+  std::map<uint64_t, std::pair<Work, absl::Time>> exchanges_ ABSL_GUARDED_BY(mutex_);
+  uint64_t next_exchange_ ABSL_GUARDED_BY(mutex_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  // Receives from other hosts' ranks waiting for their bytes, by
+  // (sender, receiver, number).
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, Arrival> remote_receives_
+      ABSL_GUARDED_BY(mutex_);
+  // Peer id of each host's daemon (this host's own unused); empty until
+  // ConnectHosts has added them.
+  std::vector<fabric::PeerId> peers_ ABSL_GUARDED_BY(mutex_);
+  std::thread exchange_thread_;
   absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
   // Arrivals waiting in slots_ and channels_ (at most kMaxPendingArrivals).
   uint64_t pending_ ABSL_GUARDED_BY(mutex_) = 0;

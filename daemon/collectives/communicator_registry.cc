@@ -1,6 +1,7 @@
 #include "daemon/collectives/communicator_registry.h"
 
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <utility>
@@ -29,8 +30,12 @@ absl::StatusOr<std::string> RandomBytes(size_t count) {
 
 }  // namespace
 
-CommunicatorRegistry::CommunicatorRegistry(RegistryOptions options)
-    : options_(options), watchdog_([this] { Watch(); }) {}
+CommunicatorRegistry::CommunicatorRegistry(RegistryOptions options, FabricRouter* router)
+    : options_(options),
+      router_(router),
+      instance_id_(RandomBytes(16).value_or(absl::StrFormat("pid%d@%d", ::getpid(),
+                                                             absl::ToUnixNanos(absl::Now())))),
+      watchdog_([this] { Watch(); }) {}
 
 CommunicatorRegistry::~CommunicatorRegistry() {
   {
@@ -72,7 +77,8 @@ absl::StatusOr<std::string> CommunicatorRegistry::CreateId(uint64_t session_id,
 
 absl::StatusOr<std::shared_ptr<Communicator>> CommunicatorRegistry::Join(
     std::string_view id, uint32_t rank, uint32_t size, std::string member,
-    absl::Duration join_timeout, absl::Duration operation_timeout) {
+    absl::Duration join_timeout, absl::Duration operation_timeout,
+    std::optional<HostTopology> hosts) {
   if (size == 0 || size > kMaxRanks) {
     return absl::InvalidArgumentError(
         absl::StrFormat("a communicator has 1 to %d ranks, not %d", kMaxRanks, size));
@@ -81,7 +87,18 @@ absl::StatusOr<std::shared_ptr<Communicator>> CommunicatorRegistry::Join(
     return absl::InvalidArgumentError(
         absl::StrFormat("rank %d is not below the communicator's size %d", rank, size));
   }
+  if (hosts && hosts->world_size() != size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the hosts hold %d ranks; the communicator has %d", hosts->world_size(), size));
+  }
+  if (hosts && router_ == nullptr) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the communicator's ranks span %d hosts, but this daemon has no fabric to reach the "
+        "others (set [fabric] provider in its configuration)",
+        hosts->hosts()));
+  }
   std::shared_ptr<Communicator> communicator;
+  bool created = false;
   {
     absl::MutexLock lock(&mutex_);
     auto it = pending_.find(std::string(id));
@@ -92,15 +109,37 @@ absl::StatusOr<std::shared_ptr<Communicator>> CommunicatorRegistry::Join(
           "ranks have joined)");
     }
     if (it->second.communicator == nullptr) {
-      it->second.communicator = std::make_shared<Communicator>(
-          absl::StrFormat("c%d", next_name_++), size, operation_timeout, counters_);
+      const std::string name = absl::StrFormat("c%d", next_name_++);
+      it->second.communicator =
+          hosts ? std::make_shared<Communicator>(name, *hosts, router_, operation_timeout,
+                                                 counters_)
+                : std::make_shared<Communicator>(name, size, operation_timeout, counters_);
       live_.push_back(it->second.communicator);
+      created = true;
     } else if (it->second.communicator->size() != size) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "communicator %s has %d ranks; this rank said %d", it->second.communicator->name(),
           it->second.communicator->size(), size));
+    } else {
+      const HostTopology* first = it->second.communicator->topology();
+      if ((first == nullptr) != !hosts ||
+          (first != nullptr && (first->Fingerprint() != hosts->Fingerprint() ||
+                                first->host != hosts->host ||
+                                first->group_key != hosts->group_key))) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "rank %d of communicator %s names other hosts than its first rank did", rank,
+            it->second.communicator->name()));
+      }
     }
     communicator = it->second.communicator;
+  }
+  if (created && hosts) {
+    if (absl::Status registered = router_->Register(hosts->group_key, communicator);
+        !registered.ok()) {
+      communicator->Abort(absl::Status(
+          registered.code(), absl::StrFormat("communicator %s: %s", communicator->name(),
+                                             registered.message())));
+    }
   }
   absl::Status joined = communicator->Join(rank, std::move(member), absl::Now() + join_timeout);
   {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/collectives/communicator.h"
+#include "daemon/collectives/fabric_router.h"
+#include "daemon/collectives/host_topology.h"
 
 namespace neuron::rtd::collectives {
 
@@ -31,7 +34,9 @@ struct RegistryOptions {
 
 class CommunicatorRegistry {
  public:
-  explicit CommunicatorRegistry(RegistryOptions options = {});
+  // `router` (may be null: no fabric) carries communicators that span
+  // hosts; it outlives the registry.
+  explicit CommunicatorRegistry(RegistryOptions options = {}, FabricRouter* router = nullptr);
   CommunicatorRegistry(const CommunicatorRegistry&) = delete;
   CommunicatorRegistry& operator=(const CommunicatorRegistry&) = delete;
   ~CommunicatorRegistry();
@@ -43,14 +48,20 @@ class CommunicatorRegistry {
   absl::StatusOr<std::string> CreateId(uint64_t session_id, std::weak_ptr<const void> owner);
 
   // Joins `rank` of the communicator `id` names (the first join fixes its
-  // size and timeout) and waits until every rank has joined (see
+  // size, timeout and hosts) and waits until every rank has joined (see
   // Communicator::Join). NOT_FOUND for an id this daemon did not create or
-  // whose rendezvous is over; INVALID_ARGUMENT when the size differs from
-  // the first rank's.
-  absl::StatusOr<std::shared_ptr<Communicator>> Join(std::string_view id, uint32_t rank,
-                                                     uint32_t size, std::string member,
-                                                     absl::Duration join_timeout,
-                                                     absl::Duration operation_timeout);
+  // whose rendezvous is over; INVALID_ARGUMENT when the size or hosts
+  // differ from the first rank's; FAILED_PRECONDITION for hosts without a
+  // fabric.
+  absl::StatusOr<std::shared_ptr<Communicator>> Join(
+      std::string_view id, uint32_t rank, uint32_t size, std::string member,
+      absl::Duration join_timeout, absl::Duration operation_timeout,
+      std::optional<HostTopology> hosts = std::nullopt);
+
+  FabricRouter* router() const { return router_; }
+  // 16 random bytes drawn at construction: ranks that see the same bytes
+  // reach the same daemon, whatever address they used.
+  const std::string& instance_id() const { return instance_id_; }
 
   // The live communicators.
   std::vector<Communicator::Info> List() const;
@@ -66,6 +77,8 @@ class CommunicatorRegistry {
   void Watch();
 
   const RegistryOptions options_;
+  FabricRouter* const router_;
+  const std::string instance_id_;
   const std::shared_ptr<CollectiveCounters> counters_ = std::make_shared<CollectiveCounters>();
   mutable absl::Mutex mutex_;
   std::map<std::string, PendingId> pending_ ABSL_GUARDED_BY(mutex_);

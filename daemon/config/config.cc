@@ -254,6 +254,12 @@ constexpr std::array kKeys = {
             kSchedulerKey<&SchedulerSettings::default_weight, 1, kMaxShareWeight>},
     KeySpec{"compiler", "compile_after_launches", ValueKind::kInteger,
             kCompilerKey<&CompilerSettings::compile_after_launches, 0, 1'000'000>},
+    KeySpec{"fabric", "provider", ValueKind::kString,
+            ApplyString<&DaemonConfig::fabric, &FabricSettings::provider>},
+    KeySpec{"fabric", "interface", ValueKind::kString,
+            ApplyString<&DaemonConfig::fabric, &FabricSettings::interface>},
+    KeySpec{"fabric", "library", ValueKind::kString,
+            ApplyString<&DaemonConfig::fabric, &FabricSettings::library>},
     KeySpec{"compiler", "python", ValueKind::kString,
             ApplyString<&DaemonConfig::compiler, &CompilerSettings::python>},
     KeySpec{"compiler", "worker", ValueKind::kString,
@@ -466,6 +472,8 @@ absl::Status ApplyOverrides(const ConfigOverrides& overrides, DaemonConfig& conf
       {"--nrt-library", overrides.nrt_library, "device", "nrt_library"},
       {"--compiler-python", overrides.compiler_python, "compiler", "python"},
       {"--compiler-cache-dir", overrides.compiler_cache_dir, "compiler", "cache_dir"},
+      {"--fabric-provider", overrides.fabric_provider, "fabric", "provider"},
+      {"--fabric-interface", overrides.fabric_interface, "fabric", "interface"},
   };
   for (const StringFlag& flag : string_flags) {
     if (!flag.value) continue;

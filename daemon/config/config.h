@@ -138,6 +138,18 @@ struct CompilerSettings {
   uint64_t max_worker_memory_bytes = 16ull << 30;
 };
 
+// Collectives between hosts: the libfabric endpoint daemons reach each
+// other by. Off unless a provider is set.
+struct FabricSettings {
+  // "efa" on trn hosts, "tcp;ofi_rxm" anywhere; empty: no fabric.
+  std::string provider;
+  // The provider's domain, e.g. a network interface ("eth0") for tcp;
+  // empty: the provider's first.
+  std::string interface;
+  // The libfabric the daemon loads.
+  std::string library = "libfabric.so.1";
+};
+
 struct DaemonConfig {
   ServerConfig server;
   LogConfig log;
@@ -147,6 +159,7 @@ struct DaemonConfig {
   ExecutableSettings executables;
   SchedulerSettings scheduler;
   CompilerSettings compiler;
+  FabricSettings fabric;
 };
 
 // Parses TOML text; `source` names it in errors (a path, or "<string>").
@@ -168,6 +181,8 @@ struct ConfigOverrides {
   std::optional<std::string> compiler_python;       // --compiler-python
   std::optional<std::string> compiler_cache_dir;    // --compiler-cache-dir
   std::optional<int64_t> compile_after_launches;    // --compile-after-launches
+  std::optional<std::string> fabric_provider;       // --fabric-provider
+  std::optional<std::string> fabric_interface;      // --fabric-interface
 };
 
 // Checks each override as the file's keys are checked; errors name the flag.

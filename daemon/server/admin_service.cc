@@ -94,6 +94,8 @@ grpc::Status AdminService::ListCommunicators(grpc::ServerContext* context,
     info->set_collectives_completed(each.collectives_completed);
     info->set_operations_pending(each.operations_pending);
     info->set_aborted(each.aborted);
+    info->set_hosts(each.hosts);
+    info->set_host(each.host);
   }
   return grpc::Status::OK;
 }

@@ -178,7 +178,8 @@ std::unique_ptr<compiler::CompileService> MakeCompiler(const CompilerSettings& s
 Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
                std::unique_ptr<compiler::CompileService> compiler,
                std::unique_ptr<hal::Backend> backend, std::unique_ptr<UnixSocketListener> listener,
-               std::map<uint32_t, uint32_t> weights_by_uid)
+               std::map<uint32_t, uint32_t> weights_by_uid,
+               std::unique_ptr<collectives::FabricRouter> fabric)
     : config_(config),
       sys_calls_(sys_calls),
       peers_(sys_calls),
@@ -189,6 +190,8 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
                    exec::CacheLimits{.max_bytes = config.executables.max_cache_bytes,
                                      .max_bytes_per_user = config.executables.max_bytes_per_user}),
       scheduler_(*backend_, CoreQueueOptionsFrom(config.scheduler)),
+      fabric_(std::move(fabric)),
+      communicators_(collectives::RegistryOptions{}, fabric_.get()),
       sessions_(SessionConfigFrom(config.session, config.scheduler, std::move(weights_by_uid)),
                 *backend_, scheduler_, memory_),
       listener_(std::move(listener)),
@@ -232,9 +235,19 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
       UnixSocketListener::Create(listener_options, sys_calls);
   if (!listener.ok()) return listener.status();
 
+  std::unique_ptr<collectives::FabricRouter> fabric;
+  if (!config.fabric.provider.empty()) {
+    absl::StatusOr<std::unique_ptr<collectives::FabricRouter>> opened =
+        collectives::FabricRouter::Open(fabric::FabricOptions{.library = config.fabric.library,
+                                                              .provider = config.fabric.provider,
+                                                              .interface = config.fabric.interface});
+    if (!opened.ok()) return opened.status();
+    fabric = *std::move(opened);
+    spdlog::info("collectives between hosts over {}", fabric->description());
+  }
   std::unique_ptr<Daemon> daemon(new Daemon(config, sys_calls, std::move(graph_compiler),
-                                            *std::move(backend),
-                                            *std::move(listener), *std::move(weights)));
+                                            *std::move(backend), *std::move(listener),
+                                            *std::move(weights), std::move(fabric)));
   ListenerOptions data_options = listener_options;
   data_options.path = DataPlanePath(listener_options.path);
   absl::StatusOr<std::unique_ptr<DataPlane>> data_plane =

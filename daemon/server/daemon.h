@@ -55,7 +55,8 @@ class Daemon {
   Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
          std::unique_ptr<compiler::CompileService> compiler, std::unique_ptr<hal::Backend> backend,
          std::unique_ptr<UnixSocketListener> listener,
-         std::map<uint32_t, uint32_t> weights_by_uid);
+         std::map<uint32_t, uint32_t> weights_by_uid,
+         std::unique_ptr<collectives::FabricRouter> fabric);
 
   // A gRPC connection accepted on the daemon's socket or a grant's: handed
   // to the server unless its user has too many.
@@ -74,6 +75,9 @@ class Daemon {
   memory::MemoryManager memory_;
   exec::ExecutableCache executables_;
   queue::Scheduler scheduler_;
+  // The fabric to other hosts' daemons (null when none is configured):
+  // outlives the communicators.
+  std::unique_ptr<collectives::FabricRouter> fabric_;
   // After the queues (an aborted communicator wakes them), before the
   // sessions (whose ranks it outlives).
   collectives::CommunicatorRegistry communicators_;

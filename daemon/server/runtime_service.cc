@@ -70,6 +70,12 @@ grpc::Status RuntimeService::GetRuntimeInfo(grpc::ServerContext*, const v1::GetR
   response->set_abi_version_minor(NEURON_RTD_ABI_VERSION_MINOR);
   response->set_backend(ToProto(backend_.kind()));
   response->add_features("profiler");
+  response->set_instance_id(communicators_.instance_id());
+  if (const collectives::FabricRouter* fabric = communicators_.router(); fabric != nullptr) {
+    response->add_features("collectives.libfabric");
+    response->set_fabric_address(fabric->address());
+    response->set_fabric_description(fabric->description());
+  }
   return grpc::Status::OK;
 }
 
@@ -408,9 +414,34 @@ grpc::Status RuntimeService::InitCommunicator(grpc::ServerContext* context,
       request->timeout_ms() == 0 ? kDefaultJoinTimeoutMs : request->timeout_ms();
   const uint32_t operation_ms =
       request->operation_timeout_ms() == 0 ? join_ms : request->operation_timeout_ms();
+  std::optional<collectives::HostTopology> hosts;
+  if (request->has_hosts()) {
+    const v1::CommunicatorHosts& given = request->hosts();
+    if (given.hosts_size() > static_cast<int>(collectives::kMaxHosts)) {
+      EndJoin(uid);
+      return ToGrpc(absl::InvalidArgumentError(
+          absl::StrFormat("%d hosts exceed the most, %d", given.hosts_size(),
+                          collectives::kMaxHosts)));
+    }
+    std::vector<std::string> addresses;
+    std::vector<std::vector<uint32_t>> ranks;
+    for (const v1::CommunicatorHosts::Host& host : given.hosts()) {
+      addresses.push_back(host.fabric_address());
+      ranks.emplace_back(host.ranks().begin(), host.ranks().end());
+    }
+    absl::StatusOr<collectives::HostTopology> topology = collectives::MakeHostTopology(
+        given.host(), std::move(addresses), std::move(ranks), request->world_size(),
+        given.group_key());
+    if (!topology.ok()) {
+      EndJoin(uid);
+      return ToGrpc(topology.status());
+    }
+    hosts = *std::move(topology);
+  }
   absl::StatusOr<std::shared_ptr<collectives::Communicator>> communicator = communicators_.Join(
       request->communicator_id(), request->rank(), request->world_size(),
-      (*session)->Description(), absl::Milliseconds(join_ms), absl::Milliseconds(operation_ms));
+      (*session)->Description(), absl::Milliseconds(join_ms), absl::Milliseconds(operation_ms),
+      std::move(hosts));
   EndJoin(uid);
   if (!communicator.ok()) return ToGrpc(communicator.status());
   response->set_name((*communicator)->name());

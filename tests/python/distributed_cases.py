@@ -1,9 +1,12 @@
 """Multi-process cases of test_distributed.py: ``python distributed_cases.py
 CASE WORLD PORT`` spawns WORLD ranks that run CASE against the daemon at
-$NEURON_RTD_ADDRESS, and exits non-zero when a rank fails."""
+$NEURON_RTD_ADDRESS, and exits non-zero when a rank fails;
+``python distributed_cases.py --hosts ADDRESS,ADDRESS CASE RANKS_PER_HOST
+PORT`` runs CASE with each daemon playing a host."""
 
 import datetime
 import os
+import subprocess
 import sys
 import time
 
@@ -231,7 +234,17 @@ def case_device_mesh(rank, world):
     sub = dist.new_group([0, 1])
     tensor = torch.ones(1, device="neuron")
     dist.all_reduce(tensor, group=sub)
-    assert tensor.item() == 2.0
+    assert tensor.item() == (2.0 if rank < 2 else 1.0)
+    if world == 4:
+        # 2-D: across the hosts (ranks 0,2 and 1,3 when each host has two)
+        # and within them.
+        mesh_2d = init_device_mesh("neuron", (2, 2), mesh_dim_names=("outer", "inner"))
+        for dim in ("outer", "inner"):
+            group = mesh_2d.get_group(dim)
+            tensor = torch.full((3,), float(rank), device="neuron")
+            dist.all_reduce(tensor, group=group)
+            members = dist.get_process_group_ranks(group)
+            assert tensor.cpu().tolist() == [float(sum(members))] * 3, (dim, members)
 
 
 def case_dtensor(rank, world):
@@ -306,6 +319,25 @@ def run(rank, world, case, port):
         dist.destroy_process_group()
 
 
+def run_across_hosts(addresses, case, ranks_per_host, port):
+    """Each address is a host's daemon: RANKS_PER_HOST ranks per host, each
+    a process pointed at its host's daemon (as torchrun --nnodes would)."""
+    world = len(addresses) * ranks_per_host
+    ranks = []
+    for rank in range(world):
+        env = dict(os.environ, NEURON_RTD_ADDRESS=addresses[rank // ranks_per_host])
+        ranks.append(subprocess.Popen(
+            [sys.executable, __file__, "--rank", str(rank), case, str(world), str(port)], env=env))
+    failed = [rank for rank, process in enumerate(ranks) if process.wait(timeout=600) != 0]
+    if failed:
+        sys.exit(f"rank(s) {failed} failed")
+
+
 if __name__ == "__main__":
-    case, world, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    mp.spawn(run, args=(world, case, port), nprocs=world)
+    if sys.argv[1] == "--hosts":
+        run_across_hosts(sys.argv[2].split(","), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif sys.argv[1] == "--rank":
+        run(int(sys.argv[2]), int(sys.argv[4]), sys.argv[3], int(sys.argv[5]))
+    else:
+        case, world, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+        mp.spawn(run, args=(world, case, port), nprocs=world)

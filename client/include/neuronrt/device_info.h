@@ -171,6 +171,13 @@ struct RuntimeInfo {
   uint32_t abi_version_major = 0;
   uint32_t abi_version_minor = 0;
   std::string backend;
+  // Identifies the daemon (one per host): ranks that see the same bytes
+  // share it.
+  std::string instance_id;
+  // The daemon's fabric endpoint for collectives between hosts; empty when
+  // it has none.
+  std::string fabric_address;
+  std::string fabric_description;
 };
 
 }  // namespace neuronrt

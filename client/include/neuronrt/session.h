@@ -247,9 +247,17 @@ class Session {
     uint64_t handle = 0;
     std::string name;
   };
-  absl::StatusOr<Communicator> InitCommunicator(std::string_view id, uint32_t rank,
-                                                uint32_t world_size, absl::Duration join_timeout,
-                                                absl::Duration operation_timeout);
+  // Across hosts: `rank` and `world_size` are global, and each host's
+  // daemon serves its ranks (RuntimeInfo::fabric_address of each).
+  struct CommunicatorHosts {
+    uint32_t host = 0;  // the index of this session's daemon
+    std::vector<std::string> fabric_addresses;
+    std::vector<std::vector<uint32_t>> ranks;  // of each host, ascending
+    std::string group_key;                     // 16 random bytes all ranks share
+  };
+  absl::StatusOr<Communicator> InitCommunicator(
+      std::string_view id, uint32_t rank, uint32_t world_size, absl::Duration join_timeout,
+      absl::Duration operation_timeout, const CommunicatorHosts* hosts = nullptr);
   // This rank leaves: operations its peers wait on with it fail.
   absl::Status DestroyCommunicator(uint64_t handle);
 

@@ -90,7 +90,10 @@ RuntimeInfo FromProto(const v1::GetRuntimeInfoResponse& response) {
   return RuntimeInfo{.daemon_version = response.daemon_version(),
                      .abi_version_major = response.abi_version_major(),
                      .abi_version_minor = response.abi_version_minor(),
-                     .backend = BackendName(response.backend())};
+                     .backend = BackendName(response.backend()),
+                     .instance_id = response.instance_id(),
+                     .fabric_address = response.fabric_address(),
+                     .fabric_description = response.fabric_description()};
 }
 
 SessionInfo FromProto(const v1::SessionInfo& session) {

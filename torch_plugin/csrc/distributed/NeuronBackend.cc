@@ -11,13 +11,12 @@
 
 #include "absl/time/time.h"
 #include "csrc/distributed/NeuronWork.h"
+#include "csrc/distributed/Rendezvous.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/Runtime.h"
 
 namespace torch_neuronx {
 namespace {
-
-constexpr char kCommunicatorIdKey[] = "neuron_communicator_id";
 
 uint32_t WireDtype(at::ScalarType type) {
   switch (type) {
@@ -117,31 +116,11 @@ void CheckRank(int64_t rank, int size, const char* what) {
 NeuronBackend::NeuronBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                              std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size) {
-  neuronrt::Session& session = GetRuntime().session();
-  std::string id;
-  if (rank == 0) {
-    absl::StatusOr<std::string> created = session.CreateCommunicatorId();
-    if (!created.ok()) {
-      C10_THROW_ERROR(DistBackendError,
-                      c10::str("creating a neuron communicator: ", created.status().message()));
-    }
-    id = *std::move(created);
-    store->set(kCommunicatorIdKey, std::vector<uint8_t>(id.begin(), id.end()));
-  } else {
-    const std::vector<uint8_t> published = store->get(kCommunicatorIdKey);
-    id.assign(published.begin(), published.end());
-  }
-  const absl::Duration wait = absl::Milliseconds(timeout.count());
-  absl::StatusOr<neuronrt::Session::Communicator> joined =
-      session.InitCommunicator(id, static_cast<uint32_t>(rank), static_cast<uint32_t>(size), wait,
-                               wait);
-  if (!joined.ok()) {
-    C10_THROW_ERROR(DistBackendError, c10::str("rank ", rank, " of ", size,
-                                               " joining its neuron communicator: ",
-                                               joined.status().message()));
-  }
-  handle_ = joined->handle;
-  communicator_name_ = joined->name;
+  const neuronrt::Session::Communicator joined =
+      JoinCommunicator(GetRuntime().session(), store, rank, size,
+                       absl::Milliseconds(timeout.count()));
+  handle_ = joined.handle;
+  communicator_name_ = joined.name;
   next_send_.assign(size, 0);
   next_recv_.assign(size, 0);
 }

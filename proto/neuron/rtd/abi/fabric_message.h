@@ -74,7 +74,7 @@ struct neuron_rtd_fabric_header {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(struct neuron_rtd_fabric_header) == 112, "fabric header layout changed");
+static_assert(sizeof(struct neuron_rtd_fabric_header) == 104, "fabric header layout changed");
 #endif
 
 #endif /* NEURON_RTD_ABI_FABRIC_MESSAGE_H_ */

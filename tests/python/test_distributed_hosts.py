@@ -1,0 +1,81 @@
+"""torch.distributed across hosts: two daemons on this machine play two
+hosts, their libfabric endpoints (tcp;ofi_rxm on the loopback interface)
+joined; each rank is a process pointed at its host's daemon, as torchrun
+--nnodes 2 would start them (distributed_cases.py holds what they run)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import device_config
+from test_distributed import CASES, free_port
+
+FABRIC = ["--fabric-provider", "tcp;ofi_rxm", "--fabric-interface", "lo"]
+
+
+@pytest.fixture
+def two_hosts(own_daemon, tmp_path):
+    addresses = []
+    for host in ("host0", "host1"):
+        directory = tmp_path / host
+        directory.mkdir()
+        socket_path = str(directory / "neuron-rtd.sock")
+        own_daemon(socket_path, FABRIC, device_config(str(directory)))
+        addresses.append("unix:" + socket_path)
+    return addresses
+
+
+def run_across_hosts(addresses, case, ranks_per_host=2):
+    result = subprocess.run(
+        [sys.executable, CASES, "--hosts", ",".join(addresses), case, str(ranks_per_host),
+         str(free_port())],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_every_collective_and_dtype_across_two_hosts(two_hosts):
+    run_across_hosts(two_hosts, "collectives")
+
+
+def test_one_rank_per_host(two_hosts):
+    run_across_hosts(two_hosts, "collectives", ranks_per_host=1)
+
+
+def test_point_to_point_all_to_all_gather_scatter_across_hosts(two_hosts):
+    run_across_hosts(two_hosts, "point_to_point")
+
+
+def test_ddp_across_hosts_matches_one_process_training(two_hosts):
+    run_across_hosts(two_hosts, "ddp")
+
+
+def test_fsdp2_across_hosts(two_hosts):
+    run_across_hosts(two_hosts, "fsdp2")
+
+
+def test_device_mesh_and_subgroups_across_hosts(two_hosts):
+    run_across_hosts(two_hosts, "device_mesh")
+
+
+def test_a_dead_rank_fails_the_other_hosts_ranks_naming_it(two_hosts):
+    run_across_hosts(two_hosts, "dead_rank")
+
+
+def test_a_daemon_without_a_fabric_is_named(own_daemon, tmp_path, two_hosts):
+    directory = tmp_path / "plain"
+    directory.mkdir()
+    socket_path = str(directory / "neuron-rtd.sock")
+    own_daemon(socket_path, (), device_config(str(directory)))
+    result = subprocess.run(
+        [sys.executable, CASES, "--hosts", f"{two_hosts[0]},unix:{socket_path}", "collectives",
+         "1", str(free_port())],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    assert "has no fabric" in result.stderr, result.stderr
+
+
+def test_cpu_gloo_unaffected_across_hosts(two_hosts):
+    run_across_hosts(two_hosts, "cpu_only")
