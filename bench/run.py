@@ -16,6 +16,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import allreduce  # noqa: E402
+import allreduce_hosts  # noqa: E402
 import compiled_step  # noqa: E402
 import core_sharing  # noqa: E402
 import daemon_startup  # noqa: E402
@@ -31,7 +32,7 @@ import titan_llama  # noqa: E402
 import train_step  # noqa: E402
 
 BENCHMARKS = [daemon_startup, first_op, data_plane, core_sharing, train_step, resnet_step,
-              titan_llama, compiled_step, allreduce, profiler, nrt_backend,
+              titan_llama, compiled_step, allreduce, allreduce_hosts, profiler, nrt_backend,
               neuronctl_top, exporter, nki_kernels]
 
 

@@ -31,8 +31,10 @@ std::string Describe(const neuron_rtd_collective_op& op) {
 
 // Reduces the same `bytes` slice (at `offset` into every rank's send buffer)
 // into `destination`.
+}  // namespace
+
 absl::Status ReduceInto(const std::vector<const RankOp*>& ranks, uint64_t offset,
-                        const RankBuffer& destination, uint64_t bytes) {
+                        const RankBuffer& destination, uint64_t bytes, bool combine) {
   const neuron_rtd_collective_op& first = ranks.front()->op;
   std::vector<hal::ReduceOperand> sources;
   sources.reserve(ranks.size());
@@ -54,12 +56,15 @@ absl::Status ReduceInto(const std::vector<const RankOp*>& ranks, uint64_t offset
           "a rank's result buffer overlaps another rank's input buffer");
     }
   }
-  hal::Reduction reduction{.op = ReduceOpOfWire(first.reduce_op),
+  const hal::ReduceOp op = ReduceOpOfWire(first.reduce_op);
+  hal::Reduction reduction{.op = combine ? CombiningOp(op) : op,
                            .type = ElementTypeOfDtype(first.dtype),
                            .count = bytes / neuron_rtd_dtype_bytes(first.dtype),
                            .scale = first.scale};
   return destination.device->Reduce(reduction, destination.address, sources);
 }
+
+namespace {
 
 absl::Status Copy(const RankBuffer& to, uint64_t to_offset, const RankBuffer& from,
                   uint64_t from_offset, uint64_t bytes) {
@@ -441,7 +446,7 @@ absl::Status Communicator::Move(const Work& work) {
         const uint64_t length = std::min(slice, bytes - offset);
         RankBuffer result = ranks[0]->recv;
         result.address += offset;
-        if (absl::Status status = ReduceInto(ranks, offset, result, length); !status.ok()) {
+        if (absl::Status status = ReduceInto(ranks, offset, result, length, /*combine=*/false); !status.ok()) {
           return status;
         }
         for (size_t rank = 1; rank < ranks.size(); ++rank) {
@@ -454,10 +459,10 @@ absl::Status Communicator::Move(const Work& work) {
       return absl::OkStatus();
     }
     case NEURON_RTD_COLLECTIVE_REDUCE:
-      return ReduceInto(ranks, 0, ranks[first.peer]->recv, bytes);
+      return ReduceInto(ranks, 0, ranks[first.peer]->recv, bytes, /*combine=*/false);
     case NEURON_RTD_COLLECTIVE_REDUCE_SCATTER:
       for (size_t rank = 0; rank < ranks.size(); ++rank) {
-        if (absl::Status status = ReduceInto(ranks, rank * bytes, ranks[rank]->recv, bytes);
+        if (absl::Status status = ReduceInto(ranks, rank * bytes, ranks[rank]->recv, bytes, /*combine=*/false);
             !status.ok()) {
           return status;
         }

@@ -78,6 +78,14 @@ absl::StatusOr<OperationExtents> ExtentsOf(const neuron_rtd_collective_op& op, u
 
 std::string_view CollectiveKindName(uint32_t kind);
 
+// Reduces the same `bytes` (at `offset` into every rank's send buffer) into
+// `destination` on the device, with the ranks' op, or (`combine`) with the
+// op that combines partial results (CombiningOp: SUM for AVG and
+// PREMUL_SUM, whose finish comes later). The destination may alias one
+// source only.
+absl::Status ReduceInto(const std::vector<const RankOp*>& ranks, uint64_t offset,
+                        const RankBuffer& destination, uint64_t bytes, bool combine);
+
 class Communicator final : public FabricReceiver {
  public:
   // `name` identifies the communicator in errors and listings (never the
@@ -197,10 +205,10 @@ class Communicator final : public FabricReceiver {
   };
   absl::Status SendBytes(uint32_t host, uint32_t phase, const neuron_rtd_collective_op& op,
                          const std::vector<OutgoingRange>& ranges, absl::Time deadline);
-  absl::Status ReceiveBytes(uint32_t host, uint32_t phase, const neuron_rtd_collective_op& op,
-                            uint64_t total, absl::Time deadline,
-                            const std::function<absl::Status(uint64_t offset,
-                                                             std::span<const uint8_t> bytes)>& use);
+  // What a host sends for one step of a collective, taken by the progress
+  // thread as it arrives (communicator_cross_host.cc).
+  class Incoming;
+  using IncomingUse = std::function<absl::Status(uint64_t offset, std::span<const uint8_t> bytes)>;
   absl::Status CheckRemote(const neuron_rtd_fabric_header& header,
                            const neuron_rtd_collective_op& op) const;
   void TellHostsOfAbort(const absl::Status& status);
@@ -234,6 +242,29 @@ class Communicator final : public FabricReceiver {
   // Peer id of each host's daemon (this host's own unused); empty until
   // ConnectHosts has added them.
   std::vector<fabric::PeerId> peers_ ABSL_GUARDED_BY(mutex_);
+  // Host memory the exchange thread stages collectives in, kept from one
+  // collective to the next (mapping fresh pages costs more than the copies):
+  // as large as the largest collective so far. Exchange thread only.
+  class Scratch {
+   public:
+    // `bytes` of undefined contents.
+    void resize(size_t bytes) {
+      if (bytes > capacity_) {
+        data_.reset(new uint8_t[bytes]);
+        capacity_ = bytes;
+      }
+      size_ = bytes;
+    }
+    uint8_t* data() { return data_.get(); }
+    size_t size() const { return size_; }
+
+   private:
+    std::unique_ptr<uint8_t[]> data_;
+    size_t capacity_ = 0;
+    size_t size_ = 0;
+  };
+  Scratch staging_;
+  Scratch operand_;
   std::thread exchange_thread_;
   absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
   // Arrivals waiting in slots_ and channels_ (at most kMaxPendingArrivals).

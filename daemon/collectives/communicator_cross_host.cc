@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "daemon/collectives/communicator.h"
 #include "daemon/collectives/host_reduce.h"
 
@@ -142,8 +143,7 @@ void Communicator::Receive(const neuron_rtd_fabric_header& header,
     return;
   }
   if (header.type != NEURON_RTD_FABRIC_HELLO && header.type != NEURON_RTD_FABRIC_DATA) return;
-  Mail mail{.header = header, .payload = std::vector<uint8_t>(payload.begin(), payload.end())};
-  if (absl::Status delivered = mailbox_.Deliver(std::move(mail));
+  if (absl::Status delivered = mailbox_.Deliver(header, payload);
       delivered.code() == absl::StatusCode::kResourceExhausted) {
     Abort(absl::ResourceExhaustedError(absl::StrFormat(
         "communicator %s: host %d: %s", name_, header.source_host, delivered.message())));
@@ -251,26 +251,26 @@ void Communicator::ReceiveFromHost(Arrival arrival) {
   progress->recv = arrival.op.recv;
   progress->total = op.element_count * neuron_rtd_dtype_bytes(op.dtype);
   HostMailbox::Claim claim;
-  claim.take = [this, progress, op, host](Mail& mail) {
-    const neuron_rtd_fabric_header& header = mail.header;
+  claim.take = [progress, op, host](const neuron_rtd_fabric_header& header,
+                                    std::span<const uint8_t> payload) {
     if (header.dtype != op.dtype || header.element_count != op.element_count) {
       progress->error = absl::InvalidArgumentError(absl::StrFormat(
           "rank %d on host %d sends %d elements of dtype %d; the receive takes %d of dtype %d",
           op.peer, host, header.element_count, header.dtype, op.element_count, op.dtype));
       return true;
     }
-    if (!Within(header.offset, mail.payload.size(), 0, progress->total) ||
-        mail.payload.size() > progress->total - progress->received) {
+    if (!Within(header.offset, payload.size(), 0, progress->total) ||
+        payload.size() > progress->total - progress->received) {
       progress->error = absl::InvalidArgumentError(absl::StrFormat(
           "host %d sent bytes outside the receive of %d bytes", host, progress->total));
       return true;
     }
-    if (!mail.payload.empty()) {
+    if (!payload.empty()) {
       progress->error = progress->recv.device->CopyHostToDevice(
-          progress->recv.address + header.offset, mail.payload.data(), mail.payload.size());
+          progress->recv.address + header.offset, payload.data(), payload.size());
       if (!progress->error.ok()) return true;
     }
-    progress->received += mail.payload.size();
+    progress->received += payload.size();
     return progress->received == progress->total;
   };
   claim.done = [this, progress, key = std::make_tuple(op.peer, rank, op.sequence),
@@ -393,37 +393,80 @@ absl::Status Communicator::SendBytes(uint32_t host, uint32_t phase,
   return router_->transport().Send(*peer, BytesOf(header), {}, deadline);
 }
 
-absl::Status Communicator::ReceiveBytes(
-    uint32_t host, uint32_t phase, const neuron_rtd_collective_op& op, uint64_t expected,
-    absl::Time deadline,
-    const std::function<absl::Status(uint64_t, std::span<const uint8_t>)>& use) {
-  uint64_t received = 0;
-  bool any = false;
-  while (!any || received < expected) {
-    absl::StatusOr<Mail> mail = mailbox_.Take(
-        {.type = NEURON_RTD_FABRIC_DATA, .phase = phase, .index = op.sequence, .source_host = host},
-        deadline);
-    if (!mail.ok()) {
-      if (mail.status().code() != absl::StatusCode::kDeadlineExceeded) return mail.status();
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "collective #%d waited more than %s for host %d (rank(s) %s)", op.sequence,
-          absl::FormatDuration(timeout_), host,
-          absl::StrJoin(topology_->ranks_of_host[host], ",")));
-    }
-    any = true;
-    if (absl::Status agreed = CheckRemote(mail->header, op); !agreed.ok()) return agreed;
-    if (mail->payload.size() > expected - received) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "host %d sent more than the %d bytes collective #%d moves to this host", host, expected,
-          op.sequence));
-    }
-    if (!mail->payload.empty()) {
-      if (absl::Status used = use(mail->header.offset, mail->payload); !used.ok()) return used;
-    }
-    received += mail->payload.size();
+// A claim on what `host` sends for one step (phase) of collective
+// `op.sequence`: each piece is checked and handed to `use` on the progress
+// thread as it arrives, straight from the receive buffer. Register it
+// before sending this step's own bytes; the destructor withdraws it.
+class Communicator::Incoming {
+ public:
+  Incoming(Communicator& communicator, uint32_t host, uint32_t phase,
+           const neuron_rtd_collective_op& op, uint64_t expected, IncomingUse use)
+      : communicator_(communicator),
+        host_(host),
+        op_(op),
+        key_{.type = NEURON_RTD_FABRIC_DATA, .phase = phase, .index = op.sequence,
+             .source_host = host},
+        state_(std::make_shared<State>()) {
+    HostMailbox::Claim claim;
+    claim.take = [state = state_, this, expected, use = std::move(use)](
+                     const neuron_rtd_fabric_header& header,
+                     std::span<const uint8_t> payload) {
+      if (absl::Status agreed = communicator_.CheckRemote(header, op_); !agreed.ok()) {
+        state->error = agreed;
+        return true;
+      }
+      if (payload.size() > expected - state->received) {
+        state->error = absl::InvalidArgumentError(absl::StrFormat(
+            "host %d sent more than the %d bytes collective #%d moves to this host", host_,
+            expected, op_.sequence));
+        return true;
+      }
+      if (!payload.empty()) {
+        if (absl::Status used = use(header.offset, payload); !used.ok()) {
+          state->error = used;
+          return true;
+        }
+      }
+      state->received += payload.size();
+      return state->received >= expected;
+    };
+    claim.done = [state = state_](const absl::Status& status) {
+      state->status = status;
+      state->finished.Notify();
+    };
+    communicator_.mailbox_.AddClaim(key_, std::move(claim));
   }
-  return absl::OkStatus();
-}
+  Incoming(const Incoming&) = delete;
+  Incoming& operator=(const Incoming&) = delete;
+  ~Incoming() { communicator_.mailbox_.RemoveClaim(key_); }
+
+  absl::Status Wait(absl::Time deadline) {
+    if (!state_->finished.WaitForNotificationWithDeadline(deadline)) {
+      if (communicator_.mailbox_.RemoveClaim(key_)) {
+        return absl::DeadlineExceededError(absl::StrFormat(
+            "collective #%d waited more than %s for host %d (rank(s) %s)", op_.sequence,
+            absl::FormatDuration(communicator_.timeout_), host_,
+            absl::StrJoin(communicator_.topology_->ranks_of_host[host_], ",")));
+      }
+      state_->finished.WaitForNotification();
+    }
+    return state_->status.ok() ? state_->error : state_->status;
+  }
+
+ private:
+  // Written under the mailbox's lock (take) or before `finished`.
+  struct State {
+    uint64_t received = 0;
+    absl::Status error;
+    absl::Status status;
+    absl::Notification finished;
+  };
+  Communicator& communicator_;
+  const uint32_t host_;
+  const neuron_rtd_collective_op op_;
+  const MailKey key_;
+  const std::shared_ptr<State> state_;
+};
 
 absl::Status Communicator::Exchange(const Work& work) {
   const HostTopology& topology = *topology_;
@@ -448,9 +491,10 @@ absl::Status Communicator::Exchange(const Work& work) {
     return nullptr;
   };
   // The host's ranks' inputs of `length` bytes, reduced on the host.
-  auto reduce_locally = [&](std::vector<uint8_t>& staging, uint64_t length) -> absl::Status {
+  auto reduce_locally = [&](Scratch& staging, uint64_t length) -> absl::Status {
     staging.resize(length);
-    std::vector<uint8_t> operand(work.size() > 1 ? length : 0);
+    Scratch& operand = operand_;
+    operand.resize(work.size() > 1 ? length : 0);
     for (size_t i = 0; i < work.size(); ++i) {
       uint8_t* into = i == 0 ? staging.data() : operand.data();
       if (length == 0) break;
@@ -467,30 +511,30 @@ absl::Status Communicator::Exchange(const Work& work) {
     return length == 0 ? absl::OkStatus()
                        : buffer.device->CopyHostToDevice(buffer.address, data, length);
   };
-  auto reduce_into = [&](std::vector<uint8_t>& staging, uint64_t begin, uint64_t end) {
-    return [&staging, begin, end, element_bytes, reduce, type](
+  auto reduce_into = [&](uint8_t* base, uint64_t begin, uint64_t end) {
+    return [base, begin, end, element_bytes, reduce, type](
                uint64_t offset, std::span<const uint8_t> payload) -> absl::Status {
       if (!Within(offset, payload.size(), begin, end) || offset % element_bytes != 0 ||
           payload.size() % element_bytes != 0) {
         return absl::InvalidArgumentError("a host sent bytes outside its share");
       }
-      ReduceOnHost(reduce, type, staging.data() + offset, payload.data(),
+      ReduceOnHost(reduce, type, base + offset, payload.data(),
                    payload.size() / element_bytes);
       return absl::OkStatus();
     };
   };
-  auto copy_into = [](std::vector<uint8_t>& staging, uint64_t begin, uint64_t end) {
-    return [&staging, begin, end](uint64_t offset,
+  auto copy_into = [](uint8_t* base, uint64_t begin, uint64_t end) {
+    return [base, begin, end](uint64_t offset,
                                   std::span<const uint8_t> payload) -> absl::Status {
       if (!Within(offset, payload.size(), begin, end)) {
         return absl::InvalidArgumentError("a host sent bytes outside its share");
       }
-      std::memcpy(staging.data() + offset, payload.data(), payload.size());
+      std::memcpy(base + offset, payload.data(), payload.size());
       return absl::OkStatus();
     };
   };
   // The blocks of `host`'s ranks in a buffer of one block per rank.
-  auto blocks_of = [&](uint32_t host, const std::vector<uint8_t>& staging) {
+  auto blocks_of = [&](uint32_t host, Scratch& staging) {
     std::vector<OutgoingRange> ranges;
     for (uint32_t rank : topology.ranks_of_host[host]) {
       ranges.push_back({rank * bytes, staging.data() + rank * bytes, bytes});
@@ -510,10 +554,58 @@ absl::Status Communicator::Exchange(const Work& work) {
     };
   };
 
-  std::vector<uint8_t> staging;
+  // One step: claims what each host of `from` sends (expected(host) bytes,
+  // each piece to use(host)), sends ranges(host) to each host of `to`, then
+  // waits for the claims.
+  auto step = [&](uint32_t phase, const std::vector<uint32_t>& from, auto expected, auto use,
+                  const std::vector<uint32_t>& to, auto ranges) -> absl::Status {
+    std::vector<std::unique_ptr<Incoming>> incoming;
+    for (uint32_t host : from) {
+      incoming.push_back(
+          std::make_unique<Incoming>(*this, host, phase, op, expected(host), use(host)));
+    }
+    for (uint32_t host : to) {
+      if (absl::Status sent = SendBytes(host, phase, op, ranges(host), deadline); !sent.ok()) {
+        return sent;
+      }
+    }
+    for (const auto& each : incoming) {
+      if (absl::Status received = each->Wait(deadline); !received.ok()) return received;
+    }
+    return absl::OkStatus();
+  };
+  auto write_to_ranks = [&](const uint8_t* data, uint64_t length) -> absl::Status {
+    for (const Arrival& arrival : work) {
+      if (absl::Status status = write_to(arrival.op.recv, data, length); !status.ok()) {
+        return status;
+      }
+    }
+    return absl::OkStatus();
+  };
+  const std::vector<uint32_t> none;
+
+  Scratch& staging = staging_;
   switch (op.kind) {
     case NEURON_RTD_COLLECTIVE_ALL_REDUCE: {
-      if (absl::Status status = reduce_locally(staging, bytes); !status.ok()) return status;
+      // The result is built in the first rank's result buffer itself when
+      // the fabric reaches device memory (no staging copies), else on the
+      // host.
+      const RankBuffer& result = work[0].op.recv;
+      uint8_t* base = bytes == 0 ? nullptr : result.device->FabricView(result.address, bytes);
+      if (base != nullptr) {
+        if (work.size() > 1 || work[0].op.send.device != result.device ||
+            work[0].op.send.address != result.address) {
+          std::vector<const RankOp*> ranks;
+          for (const Arrival& arrival : work) ranks.push_back(&arrival.op);
+          if (absl::Status status = ReduceInto(ranks, 0, result, bytes, /*combine=*/true);
+              !status.ok()) {
+            return status;
+          }
+        }
+      } else {
+        if (absl::Status status = reduce_locally(staging, bytes); !status.ok()) return status;
+        base = staging.data();
+      }
       // Host g reduces the g-th share of the elements, then sends it to all.
       const uint64_t per_host = (op.element_count + topology.hosts() - 1) / topology.hosts();
       auto share = [&](uint32_t host) {
@@ -521,49 +613,43 @@ absl::Status Communicator::Exchange(const Work& work) {
         const uint64_t end = std::min<uint64_t>(begin + per_host, op.element_count);
         return std::make_pair(begin * element_bytes, end * element_bytes);
       };
-      for (uint32_t host : others) {
-        const auto [begin, end] = share(host);
-        if (absl::Status status =
-                SendBytes(host, NEURON_RTD_FABRIC_PHASE_REDUCE, op,
-                          {{begin, staging.data() + begin, end - begin}}, deadline);
-            !status.ok()) {
-          return status;
-        }
-      }
       const auto [my_begin, my_end] = share(me);
-      for (uint32_t host : others) {
-        if (absl::Status status = ReceiveBytes(host, NEURON_RTD_FABRIC_PHASE_REDUCE, op,
-                                               my_end - my_begin, deadline,
-                                               reduce_into(staging, my_begin, my_end));
-            !status.ok()) {
-          return status;
-        }
-      }
-      FinishOnHost(reduce, type, staging.data() + my_begin, (my_end - my_begin) / element_bytes,
-                   size_, op.scale);
-      for (uint32_t host : others) {
-        if (absl::Status status =
-                SendBytes(host, NEURON_RTD_FABRIC_PHASE_RESULT, op,
-                          {{my_begin, staging.data() + my_begin, my_end - my_begin}}, deadline);
-            !status.ok()) {
-          return status;
-        }
-      }
-      for (uint32_t host : others) {
+      auto share_of = [&](uint32_t host) {
         const auto [begin, end] = share(host);
-        if (absl::Status status = ReceiveBytes(host, NEURON_RTD_FABRIC_PHASE_RESULT, op,
-                                               end - begin, deadline,
-                                               copy_into(staging, begin, end));
-            !status.ok()) {
-          return status;
-        }
+        return std::vector<OutgoingRange>{{begin, base + begin, end - begin}};
+      };
+      if (absl::Status status = step(
+              NEURON_RTD_FABRIC_PHASE_REDUCE, others,
+              [&](uint32_t) { return my_end - my_begin; },
+              [&](uint32_t) { return reduce_into(base, my_begin, my_end); }, others, share_of);
+          !status.ok()) {
+        return status;
       }
-      for (const Arrival& arrival : work) {
-        if (absl::Status status = write_to(arrival.op.recv, staging.data(), bytes); !status.ok()) {
-          return status;
-        }
+      if (base != nullptr) {
+        FinishOnHost(reduce, type, base + my_begin, (my_end - my_begin) / element_bytes, size_,
+                     op.scale);
       }
-      return absl::OkStatus();
+      if (absl::Status status = step(
+              NEURON_RTD_FABRIC_PHASE_RESULT, others,
+              [&](uint32_t host) { return share(host).second - share(host).first; },
+              [&](uint32_t host) {
+                return copy_into(base, share(host).first, share(host).second);
+              },
+              others, [&](uint32_t) { return share_of(me); });
+          !status.ok()) {
+        return status;
+      }
+      if (base != staging.data()) {
+        for (size_t i = 1; i < work.size(); ++i) {
+          if (absl::Status status = work[i].op.recv.device->CopyDeviceToDevice(
+                  work[i].op.recv.address, *result.device, result.address, bytes);
+              !status.ok()) {
+            return status;
+          }
+        }
+        return absl::OkStatus();
+      }
+      return write_to_ranks(staging.data(), bytes);
     }
     case NEURON_RTD_COLLECTIVE_BROADCAST: {
       const uint32_t root_host = topology.host_of_rank[op.peer];
@@ -577,39 +663,33 @@ absl::Status Communicator::Exchange(const Work& work) {
             return status;
           }
         }
-        for (uint32_t host : others) {
-          if (absl::Status status = SendBytes(host, NEURON_RTD_FABRIC_PHASE_RESULT, op,
-                                              {{0, staging.data(), bytes}}, deadline);
-              !status.ok()) {
-            return status;
-          }
-        }
-      } else if (absl::Status status =
-                     ReceiveBytes(root_host, NEURON_RTD_FABRIC_PHASE_RESULT, op, bytes, deadline,
-                                  copy_into(staging, 0, bytes));
-                 !status.ok()) {
+      }
+      if (absl::Status status = step(
+              NEURON_RTD_FABRIC_PHASE_RESULT, root_host == me ? none : std::vector{root_host},
+              [&](uint32_t) { return bytes; },
+              [&](uint32_t) { return copy_into(staging.data(), 0, bytes); },
+              root_host == me ? others : none,
+              [&](uint32_t) {
+                return std::vector<OutgoingRange>{{0, staging.data(), bytes}};
+              });
+          !status.ok()) {
         return status;
       }
-      for (const Arrival& arrival : work) {
-        if (absl::Status status = write_to(arrival.op.recv, staging.data(), bytes); !status.ok()) {
-          return status;
-        }
-      }
-      return absl::OkStatus();
+      return write_to_ranks(staging.data(), bytes);
     }
     case NEURON_RTD_COLLECTIVE_REDUCE: {
       const uint32_t root_host = topology.host_of_rank[op.peer];
       if (absl::Status status = reduce_locally(staging, bytes); !status.ok()) return status;
-      if (root_host != me) {
-        return SendBytes(root_host, NEURON_RTD_FABRIC_PHASE_REDUCE, op,
-                         {{0, staging.data(), bytes}}, deadline);
-      }
-      for (uint32_t host : others) {
-        if (absl::Status status = ReceiveBytes(host, NEURON_RTD_FABRIC_PHASE_REDUCE, op, bytes,
-                                               deadline, reduce_into(staging, 0, bytes));
-            !status.ok()) {
-          return status;
-        }
+      if (absl::Status status = step(
+              NEURON_RTD_FABRIC_PHASE_REDUCE, root_host == me ? others : none,
+              [&](uint32_t) { return bytes; },
+              [&](uint32_t) { return reduce_into(staging.data(), 0, bytes); },
+              root_host == me ? none : std::vector{root_host},
+              [&](uint32_t) {
+                return std::vector<OutgoingRange>{{0, staging.data(), bytes}};
+              });
+          !status.ok() || root_host != me) {
+        return status;
       }
       FinishOnHost(reduce, type, staging.data(), op.element_count, size_, op.scale);
       return write_to(arrival_of(op.peer)->op.recv, staging.data(), bytes);
@@ -624,49 +704,29 @@ absl::Status Communicator::Exchange(const Work& work) {
           return status;
         }
       }
-      for (uint32_t host : others) {
-        if (absl::Status status = SendBytes(host, NEURON_RTD_FABRIC_PHASE_RESULT, op,
-                                            blocks_of(me, staging), deadline);
-            !status.ok()) {
-          return status;
-        }
+      if (absl::Status status = step(
+              NEURON_RTD_FABRIC_PHASE_RESULT, others,
+              [&](uint32_t host) { return bytes * topology.ranks_of_host[host].size(); },
+              [&](uint32_t host) {
+                return in_blocks_of(host, copy_into(staging.data(), 0, staging.size()));
+              },
+              others, [&](uint32_t) { return blocks_of(me, staging); });
+          !status.ok()) {
+        return status;
       }
-      for (uint32_t host : others) {
-        if (absl::Status status = ReceiveBytes(
-                host, NEURON_RTD_FABRIC_PHASE_RESULT, op,
-                bytes * topology.ranks_of_host[host].size(), deadline,
-                in_blocks_of(host, copy_into(staging, 0, staging.size())));
-            !status.ok()) {
-          return status;
-        }
-      }
-      for (const Arrival& arrival : work) {
-        if (absl::Status status = write_to(arrival.op.recv, staging.data(), staging.size());
-            !status.ok()) {
-          return status;
-        }
-      }
-      return absl::OkStatus();
+      return write_to_ranks(staging.data(), staging.size());
     }
     case NEURON_RTD_COLLECTIVE_REDUCE_SCATTER: {
       if (absl::Status status = reduce_locally(staging, bytes * size_); !status.ok()) {
         return status;
       }
-      for (uint32_t host : others) {
-        if (absl::Status status = SendBytes(host, NEURON_RTD_FABRIC_PHASE_REDUCE, op,
-                                            blocks_of(host, staging), deadline);
-            !status.ok()) {
-          return status;
-        }
-      }
-      for (uint32_t host : others) {
-        if (absl::Status status = ReceiveBytes(
-                host, NEURON_RTD_FABRIC_PHASE_REDUCE, op,
-                bytes * topology.local_ranks().size(), deadline,
-                in_blocks_of(me, reduce_into(staging, 0, staging.size())));
-            !status.ok()) {
-          return status;
-        }
+      if (absl::Status status = step(
+              NEURON_RTD_FABRIC_PHASE_REDUCE, others,
+              [&](uint32_t) { return bytes * topology.local_ranks().size(); },
+              [&](uint32_t) { return in_blocks_of(me, reduce_into(staging.data(), 0, staging.size())); },
+              others, [&](uint32_t host) { return blocks_of(host, staging); });
+          !status.ok()) {
+        return status;
       }
       for (const Arrival& arrival : work) {
         uint8_t* block = staging.data() + arrival.rank * bytes;
@@ -677,22 +737,11 @@ absl::Status Communicator::Exchange(const Work& work) {
       }
       return absl::OkStatus();
     }
-    case NEURON_RTD_COLLECTIVE_BARRIER: {
-      for (uint32_t host : others) {
-        if (absl::Status status = SendBytes(host, NEURON_RTD_FABRIC_PHASE_RESULT, op, {}, deadline);
-            !status.ok()) {
-          return status;
-        }
-      }
-      for (uint32_t host : others) {
-        if (absl::Status status = ReceiveBytes(host, NEURON_RTD_FABRIC_PHASE_RESULT, op, 0,
-                                               deadline, copy_into(staging, 0, 0));
-            !status.ok()) {
-          return status;
-        }
-      }
-      return absl::OkStatus();
-    }
+    case NEURON_RTD_COLLECTIVE_BARRIER:
+      return step(
+          NEURON_RTD_FABRIC_PHASE_RESULT, others, [](uint32_t) { return uint64_t{0}; },
+          [&](uint32_t) { return copy_into(staging.data(), 0, 0); }, others,
+          [](uint32_t) { return std::vector<OutgoingRange>{}; });
     default:
       return absl::InvalidArgumentError(
           absl::StrFormat("collective kind %d does not run across hosts", op.kind));

@@ -19,24 +19,31 @@ MailKey KeyOf(const neuron_rtd_fabric_header& header) {
   return key;
 }
 
-absl::Status HostMailbox::Deliver(Mail mail) {
-  const MailKey key = KeyOf(mail.header);
+absl::Status HostMailbox::Deliver(const neuron_rtd_fabric_header& header,
+                                  std::span<const uint8_t> payload) {
+  const MailKey key = KeyOf(header);
   std::function<void(const absl::Status&)> done;
   {
     absl::MutexLock lock(&mutex_);
     if (!aborted_.ok()) return aborted_;
     if (auto claim = claims_.find(key); claim != claims_.end()) {
-      if (claim->second.take(mail)) {
+      if (claim->second.take(header, payload)) {
         done = std::move(claim->second.done);
         claims_.erase(claim);
       }
     } else {
-      if (queued_bytes_ + mail.payload.size() > max_queued_bytes_) {
+      if (queued_bytes_ + payload.size() > max_queued_bytes_) {
         return absl::ResourceExhaustedError(absl::StrFormat(
             "more than %d bytes from other hosts wait for operations this host has not issued",
             max_queued_bytes_));
       }
-      queued_bytes_ += mail.payload.size();
+      Mail mail{.header = header};
+      if (!recycled_.empty()) {
+        mail.payload = std::move(recycled_.back());
+        recycled_.pop_back();
+      }
+      mail.payload.assign(payload.begin(), payload.end());
+      queued_bytes_ += payload.size();
       queued_[key].push_back(std::move(mail));
     }
   }
@@ -72,7 +79,8 @@ void HostMailbox::AddClaim(const MailKey& key, Claim claim) {
           Mail mail = std::move(it->second.front());
           it->second.pop_front();
           queued_bytes_ -= mail.payload.size();
-          satisfied = claim.take(mail);
+          satisfied = claim.take(mail.header, mail.payload);
+          RecycleLocked(std::move(mail.payload));
         }
         if (it->second.empty()) queued_.erase(it);
       }
@@ -83,6 +91,11 @@ void HostMailbox::AddClaim(const MailKey& key, Claim claim) {
     }
   }
   claim.done(status);
+}
+
+bool HostMailbox::RemoveClaim(const MailKey& key) {
+  absl::MutexLock lock(&mutex_);
+  return claims_.erase(key) > 0;
 }
 
 void HostMailbox::Abort(absl::Status status) {
@@ -97,6 +110,12 @@ void HostMailbox::Abort(absl::Status status) {
     claims_.clear();
   }
   for (Claim& claim : failed) claim.done(status);
+}
+
+void HostMailbox::RecycleLocked(std::vector<uint8_t> payload) {
+  if (recycled_.size() >= kMaxRecycled || payload.capacity() == 0) return;
+  payload.clear();
+  recycled_.push_back(std::move(payload));
 }
 
 uint64_t HostMailbox::queued_bytes() const {

@@ -16,6 +16,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -50,10 +51,10 @@ class HostMailbox {
   HostMailbox(const HostMailbox&) = delete;
   HostMailbox& operator=(const HostMailbox&) = delete;
 
-  // Hands `mail` to the claim of its key, or queues it. RESOURCE_EXHAUSTED
-  // (mail dropped) when the queue would exceed its bound; the aborted
-  // status once aborted.
-  absl::Status Deliver(Mail mail);
+  // Hands a message to the claim of its key (no copy), or queues a copy.
+  // RESOURCE_EXHAUSTED (dropped) when the queue would exceed its bound; the
+  // aborted status once aborted.
+  absl::Status Deliver(const neuron_rtd_fabric_header& header, std::span<const uint8_t> payload);
 
   // The next mail of `key`: waits until it comes, the deadline passes
   // (DEADLINE_EXCEEDED) or the mailbox is aborted (its status).
@@ -63,10 +64,15 @@ class HostMailbox {
   // then `done` runs with OK. If the mailbox is aborted first, `done` runs
   // with the abort's status (at once when it already was).
   struct Claim {
-    std::function<bool(Mail& mail)> take;
+    std::function<bool(const neuron_rtd_fabric_header& header, std::span<const uint8_t> payload)>
+        take;
     std::function<void(const absl::Status& status)> done;
   };
   void AddClaim(const MailKey& key, Claim claim);
+  // Withdraws the claim of `key`: true when it was still waiting (neither
+  // take nor done will run again); false when it has finished or is
+  // finishing (done runs or has run).
+  bool RemoveClaim(const MailKey& key);
 
   // Fails every claim and waiter with `status` and drops what is queued;
   // later mail is refused.
@@ -74,13 +80,20 @@ class HostMailbox {
 
   uint64_t queued_bytes() const;
 
+  // Payload buffers of queued mail kept for reuse once claimed (their
+  // pages are mapped already: fresh ones cost more than the copy).
+  static constexpr size_t kMaxRecycled = 64;
+
  private:
+  void RecycleLocked(std::vector<uint8_t> payload) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
   const uint64_t max_queued_bytes_;
   mutable absl::Mutex mutex_;
   absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
   std::map<MailKey, std::deque<Mail>> queued_ ABSL_GUARDED_BY(mutex_);
   uint64_t queued_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   std::map<MailKey, Claim> claims_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::vector<uint8_t>> recycled_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace neuron::rtd::collectives

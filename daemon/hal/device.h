@@ -68,6 +68,12 @@ class Device {
   // no other source; integer averages round toward zero.
   virtual absl::Status Reduce(const Reduction& reduction, uint64_t destination,
                               std::span<const ReduceOperand> sources) = 0;
+  // Host memory through which the fabric reads and writes device memory
+  // [address, address + bytes) directly, as libfabric's FI_HMEM lets a NIC
+  // reach HBM; null when this backend's memory is not host-addressable
+  // (callers then stage through CopyDeviceToHost and CopyHostToDevice).
+  // Valid while the range is acquired.
+  virtual uint8_t* FabricView(uint64_t /*address*/, uint64_t /*bytes*/) { return nullptr; }
   // Runs a built-in kernel (NEURON_RTD_EXEC_BUILTIN_*) on device buffers.
   virtual absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
                                   std::span<const uint8_t> scalars) = 0;

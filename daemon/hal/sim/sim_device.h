@@ -18,6 +18,10 @@ class SimDevice final : public Device {
       : info_(std::move(info)), arena_(std::move(arena)), launch_settings_(launch_settings) {}
 
   const DeviceInfo& info() const override { return info_; }
+  uint8_t* FabricView(uint64_t address, uint64_t bytes) override {
+    absl::StatusOr<void*> view = arena_->HostPointer(address, bytes);
+    return view.ok() ? static_cast<uint8_t*>(*view) : nullptr;
+  }
   DeviceRange hbm() const override { return arena_->range(); }
   absl::Status Acquire(DeviceRange range, uint32_t /*core: one arena per chip*/) override {
     return arena_->Commit(range);
