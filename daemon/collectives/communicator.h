@@ -203,8 +203,11 @@ class Communicator final : public FabricReceiver {
     const uint8_t* data = nullptr;
     uint64_t bytes = 0;
   };
+  // With a tracker, the ranges are sent in place (they stay unchanged until
+  // it says the sends finished).
   absl::Status SendBytes(uint32_t host, uint32_t phase, const neuron_rtd_collective_op& op,
-                         const std::vector<OutgoingRange>& ranges, absl::Time deadline);
+                         const std::vector<OutgoingRange>& ranges, absl::Time deadline,
+                         const std::shared_ptr<fabric::SendTracker>& tracker);
   // What a host sends for one step of a collective, taken by the progress
   // thread as it arrives (communicator_cross_host.cc).
   class Incoming;

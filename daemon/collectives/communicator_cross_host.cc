@@ -364,7 +364,8 @@ absl::Status Communicator::CheckRemote(const neuron_rtd_fabric_header& header,
 
 absl::Status Communicator::SendBytes(uint32_t host, uint32_t phase,
                                      const neuron_rtd_collective_op& op,
-                                     const std::vector<OutgoingRange>& ranges, absl::Time deadline) {
+                                     const std::vector<OutgoingRange>& ranges, absl::Time deadline,
+                                     const std::shared_ptr<fabric::SendTracker>& tracker) {
   absl::StatusOr<fabric::PeerId> peer = PeerOf(host);
   if (!peer.ok()) return peer.status();
   neuron_rtd_fabric_header header = HeaderFor(NEURON_RTD_FABRIC_DATA);
@@ -377,8 +378,12 @@ absl::Status Communicator::SendBytes(uint32_t host, uint32_t phase,
     for (uint64_t done = 0; done < range.bytes; done += chunk) {
       header.offset = range.offset + done;
       header.bytes = std::min(chunk, range.bytes - done);
-      if (absl::Status sent = router_->transport().Send(*peer, BytesOf(header),
-                                                        {range.data + done, header.bytes}, deadline);
+      const std::span<const uint8_t> piece(range.data + done, header.bytes);
+      if (absl::Status sent =
+              tracker != nullptr
+                  ? router_->transport().SendInPlace(*peer, BytesOf(header), piece, deadline,
+                                                     tracker)
+                  : router_->transport().Send(*peer, BytesOf(header), piece, deadline);
           !sent.ok()) {
         return absl::Status(sent.code(), absl::StrFormat("sending to host %d: %s", host,
                                                          sent.message()));
@@ -554,9 +559,12 @@ absl::Status Communicator::Exchange(const Work& work) {
     };
   };
 
+  // Whether ranges are sent straight from device memory (the fabric view),
+  // which stays allocated while the collective runs.
+  bool send_in_place = false;
   // One step: claims what each host of `from` sends (expected(host) bytes,
   // each piece to use(host)), sends ranges(host) to each host of `to`, then
-  // waits for the claims.
+  // waits for the claims and the sends.
   auto step = [&](uint32_t phase, const std::vector<uint32_t>& from, auto expected, auto use,
                   const std::vector<uint32_t>& to, auto ranges) -> absl::Status {
     std::vector<std::unique_ptr<Incoming>> incoming;
@@ -564,15 +572,17 @@ absl::Status Communicator::Exchange(const Work& work) {
       incoming.push_back(
           std::make_unique<Incoming>(*this, host, phase, op, expected(host), use(host)));
     }
+    const auto tracker = send_in_place ? std::make_shared<fabric::SendTracker>() : nullptr;
     for (uint32_t host : to) {
-      if (absl::Status sent = SendBytes(host, phase, op, ranges(host), deadline); !sent.ok()) {
+      if (absl::Status sent = SendBytes(host, phase, op, ranges(host), deadline, tracker);
+          !sent.ok()) {
         return sent;
       }
     }
     for (const auto& each : incoming) {
       if (absl::Status received = each->Wait(deadline); !received.ok()) return received;
     }
-    return absl::OkStatus();
+    return tracker != nullptr ? tracker->Wait(deadline) : absl::OkStatus();
   };
   auto write_to_ranks = [&](const uint8_t* data, uint64_t length) -> absl::Status {
     for (const Arrival& arrival : work) {
@@ -592,6 +602,7 @@ absl::Status Communicator::Exchange(const Work& work) {
       // host.
       const RankBuffer& result = work[0].op.recv;
       uint8_t* base = bytes == 0 ? nullptr : result.device->FabricView(result.address, bytes);
+      send_in_place = base != nullptr;
       if (base != nullptr) {
         if (work.size() > 1 || work[0].op.send.device != result.device ||
             work[0].op.send.address != result.address) {

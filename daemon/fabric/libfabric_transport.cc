@@ -37,6 +37,8 @@ struct Buffer {
   void* descriptor = nullptr;
   bool sends = false;
   PeerId peer = 0;
+  // A send in place: told when it finishes.
+  std::shared_ptr<SendTracker> tracker;
 };
 
 class LibfabricTransport final : public Transport {
@@ -53,6 +55,9 @@ class LibfabricTransport final : public Transport {
   absl::StatusOr<PeerId> AddPeer(std::string_view address) override;
   absl::Status Send(PeerId peer, std::span<const uint8_t> header, std::span<const uint8_t> payload,
                     absl::Time deadline) override;
+  absl::Status SendInPlace(PeerId peer, std::span<const uint8_t> header,
+                           std::span<const uint8_t> payload, absl::Time deadline,
+                           std::shared_ptr<SendTracker> tracker) override;
 
  private:
   absl::Status Error(std::string_view what, int code) const {
@@ -60,10 +65,15 @@ class LibfabricTransport final : public Transport {
         absl::StrFormat("libfabric %s: %s (%d)", what, library_->strerror(-code), code));
   }
   absl::Status PostReceive(Buffer& buffer);
+  absl::StatusOr<Buffer*> AcquireSendBuffer(absl::Time deadline);
+  // Posts the send of `buffer`'s first `copied` bytes, then `in_place`
+  // (when not empty), retrying while the provider is busy.
+  absl::Status Post(Buffer* buffer, size_t copied, std::span<const uint8_t> in_place, PeerId peer,
+                    absl::Time deadline);
   void Progress();
   void Complete(const fi_cq_msg_entry& entry);
   void CompleteWithError();
-  void ReleaseSendBuffer(Buffer* buffer);
+  void ReleaseSendBuffer(Buffer* buffer, const absl::Status& status);
 
   const std::unique_ptr<LibfabricLibrary> library_;
   const TransportHandlers handlers_;
@@ -76,6 +86,9 @@ class LibfabricTransport final : public Transport {
   fid_ep* endpoint_ = nullptr;
   fid_mr* region_key_ = nullptr;
   bool cq_waits_ = true;
+  // Whether sends may read the caller's memory (two-element iovecs, no
+  // registration needed).
+  bool sends_in_place_ = false;
 
   std::unique_ptr<uint8_t[]> region_;
   std::vector<Buffer> buffers_;
@@ -173,6 +186,8 @@ absl::Status LibfabricTransport::Start(const FabricOptions& options) {
   address_ = std::move(name);
 
   message_bytes_ = std::min<size_t>(kFabricMessageBytes, info_->ep_attr->max_msg_size);
+  sends_in_place_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) == 0 &&
+                    info_->tx_attr != nullptr && info_->tx_attr->iov_limit >= 2;
   const size_t count = size_t{options.send_buffers} + options.receive_buffers;
   region_ = std::make_unique<uint8_t[]>(count * message_bytes_);
   void* descriptor = nullptr;
@@ -231,6 +246,21 @@ absl::StatusOr<PeerId> LibfabricTransport::AddPeer(std::string_view address) {
   return peer;
 }
 
+absl::StatusOr<Buffer*> LibfabricTransport::AcquireSendBuffer(absl::Time deadline) {
+  absl::MutexLock lock(&send_mutex_);
+  auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mutex_) {
+    return !free_send_buffers_.empty();
+  };
+  if (!send_mutex_.AwaitWithDeadline(absl::Condition(&available), deadline)) {
+    return absl::DeadlineExceededError(
+        "every fabric send buffer stayed in flight until the deadline (the peers do not "
+        "receive)");
+  }
+  Buffer* buffer = free_send_buffers_.back();
+  free_send_buffers_.pop_back();
+  return buffer;
+}
+
 absl::Status LibfabricTransport::Send(PeerId peer, std::span<const uint8_t> header,
                                       std::span<const uint8_t> payload, absl::Time deadline) {
   const size_t bytes = header.size() + payload.size();
@@ -238,34 +268,55 @@ absl::Status LibfabricTransport::Send(PeerId peer, std::span<const uint8_t> head
     return absl::InvalidArgumentError(absl::StrFormat(
         "a fabric message of %d bytes exceeds the longest, %d", bytes, message_bytes_));
   }
-  Buffer* buffer = nullptr;
-  {
-    absl::MutexLock lock(&send_mutex_);
-    auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mutex_) {
-      return !free_send_buffers_.empty();
-    };
-    if (!send_mutex_.AwaitWithDeadline(absl::Condition(&available), deadline)) {
-      return absl::DeadlineExceededError(
-          "every fabric send buffer stayed in flight until the deadline (the peers do not "
-          "receive)");
-    }
-    buffer = free_send_buffers_.back();
-    free_send_buffers_.pop_back();
+  absl::StatusOr<Buffer*> buffer = AcquireSendBuffer(deadline);
+  if (!buffer.ok()) return buffer.status();
+  std::memcpy((*buffer)->data, header.data(), header.size());
+  if (!payload.empty()) std::memcpy((*buffer)->data + header.size(), payload.data(), payload.size());
+  return Post(*buffer, bytes, {}, peer, deadline);
+}
+
+absl::Status LibfabricTransport::SendInPlace(PeerId peer, std::span<const uint8_t> header,
+                                             std::span<const uint8_t> payload,
+                                             absl::Time deadline,
+                                             std::shared_ptr<SendTracker> tracker) {
+  if (!sends_in_place_ || payload.empty()) return Send(peer, header, payload, deadline);
+  const size_t bytes = header.size() + payload.size();
+  if (bytes > message_bytes_) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a fabric message of %d bytes exceeds the longest, %d", bytes, message_bytes_));
   }
-  std::memcpy(buffer->data, header.data(), header.size());
-  if (!payload.empty()) std::memcpy(buffer->data + header.size(), payload.data(), payload.size());
+  absl::StatusOr<Buffer*> buffer = AcquireSendBuffer(deadline);
+  if (!buffer.ok()) return buffer.status();
+  std::memcpy((*buffer)->data, header.data(), header.size());
+  tracker->Started();
+  (*buffer)->tracker = std::move(tracker);
+  return Post(*buffer, header.size(), payload, peer, deadline);
+}
+
+absl::Status LibfabricTransport::Post(Buffer* buffer, size_t copied,
+                                      std::span<const uint8_t> in_place, PeerId peer,
+                                      absl::Time deadline) {
   buffer->peer = peer;
+  iovec parts[2] = {{buffer->data, copied},
+                    {const_cast<uint8_t*>(in_place.data()), in_place.size()}};
+  void* descriptors[2] = {buffer->descriptor, nullptr};
   // The provider answers FI_EAGAIN while its queue is full and, for tcp,
   // while it (re)connects to the peer: keep trying until the deadline,
   // backing off so an unreachable peer does not take a core.
   for (int attempt = 0;; ++attempt) {
-    const ssize_t rc = fi_send(endpoint_, buffer->data, bytes, buffer->descriptor,
-                               static_cast<fi_addr_t>(peer), &buffer->context);
+    const ssize_t rc =
+        in_place.empty()
+            ? fi_send(endpoint_, buffer->data, copied, buffer->descriptor,
+                      static_cast<fi_addr_t>(peer), &buffer->context)
+            : fi_sendv(endpoint_, parts, descriptors, 2, static_cast<fi_addr_t>(peer),
+                       &buffer->context);
     if (rc == 0) return absl::OkStatus();
     if (rc != -FI_EAGAIN || absl::Now() > deadline || stopping_.load()) {
-      ReleaseSendBuffer(buffer);
-      return rc == -FI_EAGAIN ? absl::DeadlineExceededError("the fabric stayed busy until the deadline")
-                              : Error("fi_send", static_cast<int>(rc));
+      const absl::Status failed =
+          rc == -FI_EAGAIN ? absl::DeadlineExceededError("the fabric stayed busy until the deadline")
+                           : Error("fi_send", static_cast<int>(rc));
+      ReleaseSendBuffer(buffer, failed);
+      return failed;
     }
     if (attempt < 64) {
       std::this_thread::yield();
@@ -275,16 +326,20 @@ absl::Status LibfabricTransport::Send(PeerId peer, std::span<const uint8_t> head
   }
 }
 
-void LibfabricTransport::ReleaseSendBuffer(Buffer* buffer) {
-  absl::MutexLock lock(&send_mutex_);
-  free_send_buffers_.push_back(buffer);
+void LibfabricTransport::ReleaseSendBuffer(Buffer* buffer, const absl::Status& status) {
+  std::shared_ptr<SendTracker> tracker = std::move(buffer->tracker);
+  {
+    absl::MutexLock lock(&send_mutex_);
+    free_send_buffers_.push_back(buffer);
+  }
+  if (tracker != nullptr) tracker->Finished(status);
 }
 
 void LibfabricTransport::Complete(const fi_cq_msg_entry& entry) {
   auto* buffer = static_cast<Buffer*>(entry.op_context);
   if (buffer == nullptr) return;
   if (buffer->sends) {
-    ReleaseSendBuffer(buffer);
+    ReleaseSendBuffer(buffer, absl::OkStatus());
     return;
   }
   if (handlers_.on_message) handlers_.on_message({buffer->data, entry.len});
@@ -303,10 +358,9 @@ void LibfabricTransport::CompleteWithError() {
       fi_cq_strerror(cq_, error.prov_errno, error.err_data, nullptr, 0));
   if (buffer->sends) {
     const PeerId peer = buffer->peer;
-    ReleaseSendBuffer(buffer);
-    if (handlers_.on_send_failed) {
-      handlers_.on_send_failed(peer, absl::UnavailableError("fabric send failed: " + why));
-    }
+    const absl::Status failed = absl::UnavailableError("fabric send failed: " + why);
+    ReleaseSendBuffer(buffer, failed);
+    if (handlers_.on_send_failed) handlers_.on_send_failed(peer, failed);
     return;
   }
   if (error.err == FI_ECANCELED || stopping_.load()) return;

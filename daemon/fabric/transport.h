@@ -9,12 +9,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace neuron::rtd::fabric {
@@ -28,6 +31,36 @@ struct TransportHandlers {
   // A message to `peer` could not be delivered (the peer is gone or
   // unreachable).
   std::function<void(PeerId peer, const absl::Status& why)> on_send_failed;
+};
+
+// Sends that read the caller's memory in place, until they complete.
+// Thread-safety: any thread.
+class SendTracker {
+ public:
+  void Started() {
+    absl::MutexLock lock(&mutex_);
+    ++in_flight_;
+  }
+  void Finished(const absl::Status& status) {
+    absl::MutexLock lock(&mutex_);
+    --in_flight_;
+    if (error_.ok()) error_ = status;
+  }
+  // Waits until every send started has finished (DEADLINE_EXCEEDED at
+  // `deadline`); the first failure.
+  absl::Status Wait(absl::Time deadline) {
+    absl::MutexLock lock(&mutex_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return in_flight_ == 0; };
+    if (!mutex_.AwaitWithDeadline(absl::Condition(&idle), deadline)) {
+      return absl::DeadlineExceededError("sends to other hosts did not complete in time");
+    }
+    return error_;
+  }
+
+ private:
+  absl::Mutex mutex_;
+  uint64_t in_flight_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mutex_);
 };
 
 class Transport {
@@ -51,6 +84,13 @@ class Transport {
   // on_send_failed.
   virtual absl::Status Send(PeerId peer, std::span<const uint8_t> header,
                             std::span<const uint8_t> payload, absl::Time deadline) = 0;
+
+  // As Send, but `payload` is read in place (no copy): it must stay
+  // unchanged and mapped until `tracker` says the send finished. Providers
+  // that need registered memory (FI_MR_LOCAL) copy it as Send does.
+  virtual absl::Status SendInPlace(PeerId peer, std::span<const uint8_t> header,
+                                   std::span<const uint8_t> payload, absl::Time deadline,
+                                   std::shared_ptr<SendTracker> tracker) = 0;
 };
 
 }  // namespace neuron::rtd::fabric
