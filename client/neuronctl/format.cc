@@ -355,7 +355,7 @@ nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string&
 
 std::string CommunicatorsTable(const std::vector<neuronrt::CommunicatorInfo>& communicators) {
   std::vector<std::vector<std::string>> rows = {
-      {"GROUP", "RANKS", "COMPLETED", "PENDING", "STATE", "MEMBERS"}};
+      {"GROUP", "RANKS", "HOSTS", "COMPLETED", "PENDING", "STATE", "MEMBERS"}};
   for (const neuronrt::CommunicatorInfo& communicator : communicators) {
     std::vector<std::string> members;
     for (size_t rank = 0; rank < communicator.members.size(); ++rank) {
@@ -364,6 +364,9 @@ std::string CommunicatorsTable(const std::vector<neuronrt::CommunicatorInfo>& co
           communicator.members[rank].empty() ? "(not joined)" : communicator.members[rank]));
     }
     rows.push_back({communicator.name, absl::StrFormat("%d", communicator.size),
+                    communicator.hosts > 1 ? absl::StrFormat("%d (this: %d)", communicator.hosts,
+                                                             communicator.host)
+                                           : "1",
                     absl::StrFormat("%d", communicator.collectives_completed),
                     absl::StrFormat("%d", communicator.operations_pending),
                     communicator.aborted.empty() ? "ok" : "aborted: " + communicator.aborted,
@@ -380,7 +383,9 @@ nlohmann::json CommunicatorsJson(const std::vector<neuronrt::CommunicatorInfo>& 
                     {"members", communicator.members},
                     {"collectives_completed", communicator.collectives_completed},
                     {"operations_pending", communicator.operations_pending},
-                    {"aborted", communicator.aborted}});
+                    {"aborted", communicator.aborted},
+                    {"hosts", communicator.hosts},
+                    {"host", communicator.host}});
   }
   return {{"groups", std::move(list)}};
 }

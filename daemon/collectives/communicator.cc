@@ -598,6 +598,11 @@ Communicator::Info Communicator::info() const {
   if (topology_) {
     info.hosts = topology_->hosts();
     info.host = topology_->host;
+    for (uint32_t rank = 0; rank < size_; ++rank) {
+      if (!topology_->IsLocal(rank)) {
+        info.members[rank] = absl::StrFormat("on host %d", topology_->host_of_rank[rank]);
+      }
+    }
   }
   info.operations_pending = pending_ + remote_receives_.size();
   for (const auto& [index, exchange] : exchanges_) info.operations_pending += exchange.first.size();

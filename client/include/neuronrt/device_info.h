@@ -143,12 +143,16 @@ struct ClearedCache {
 struct CommunicatorInfo {
   std::string name;
   uint32_t size = 0;
-  // By rank ("session 7, pid 1234"); empty for a rank that has not joined.
+  // By rank ("session 7, pid 1234", or "on host 1" for another host's);
+  // empty for a rank that has not joined.
   std::vector<std::string> members;
   uint64_t collectives_completed = 0;
   uint64_t operations_pending = 0;
   // Why it was aborted; empty while it works.
   std::string aborted;
+  // Hosts (daemons) its ranks span, and this daemon's index among them.
+  uint32_t hosts = 1;
+  uint32_t host = 0;
 };
 
 // A grant: cores and an HBM quota served on a socket directory of their own

@@ -6,6 +6,7 @@
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -158,7 +159,9 @@ class GrpcClient final : public Client {
           .members = {each.members().begin(), each.members().end()},
           .collectives_completed = each.collectives_completed(),
           .operations_pending = each.operations_pending(),
-          .aborted = each.aborted()});
+          .aborted = each.aborted(),
+          .hosts = std::max<uint32_t>(each.hosts(), 1),
+          .host = each.host()});
     }
     return communicators;
   }

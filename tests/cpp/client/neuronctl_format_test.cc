@@ -97,5 +97,23 @@ TEST(NeuronctlFormatTest, AClientsNameCannotDriveTheTerminalOrBreakTheTable) {
   EXPECT_THAT(SessionsTable({session}), Not(HasSubstr("\x1b")));
 }
 
+TEST(NeuronctlFormatTest, GroupsShowTheirHostsAndOtherHostsRanks) {
+  std::vector<neuronrt::CommunicatorInfo> groups = {
+      {.name = "c1", .size = 2, .members = {"session 3, pid 10", "session 4, pid 11"},
+       .collectives_completed = 5},
+      {.name = "c2", .size = 4,
+       .members = {"session 3, pid 10", "", "on host 1", "on host 1"},
+       .operations_pending = 1, .aborted = "", .hosts = 2, .host = 0}};
+  const std::string table = CommunicatorsTable(groups);
+  EXPECT_THAT(table, HasSubstr("HOSTS"));
+  EXPECT_THAT(table, HasSubstr("2 (this: 0)"));
+  EXPECT_THAT(table, HasSubstr("1: (not joined)"));
+  EXPECT_THAT(table, HasSubstr("3: on host 1"));
+  const nlohmann::json json = CommunicatorsJson(groups);
+  EXPECT_EQ(json["groups"][1]["hosts"], 2);
+  EXPECT_EQ(json["groups"][1]["host"], 0);
+  EXPECT_EQ(json["groups"][0]["hosts"], 1);
+}
+
 }  // namespace
 }  // namespace neuronctl

@@ -46,6 +46,11 @@ nrt_sysfs_root = "/host/sys/devices/virtual/neuron_device"
 [sim]
 preset = "trn2.48xlarge"
 parallel_launch_min_us = 0
+
+[fabric]
+provider = "efa"
+interface = "rdmap0s6-rdm"
+library = "/opt/amazon/efa/lib/libfabric.so.1"
 )",
                                                     "full.toml");
   ASSERT_TRUE(config.ok()) << config.status();
@@ -58,6 +63,9 @@ parallel_launch_min_us = 0
   EXPECT_EQ(config->device.backend, "nrt");
   EXPECT_EQ(config->device.nrt_library, "/opt/aws/neuron/lib/libnrt.so.1");
   EXPECT_EQ(config->device.nrt_visible_cores, "4-7");
+  EXPECT_EQ(config->fabric.provider, "efa");
+  EXPECT_EQ(config->fabric.interface, "rdmap0s6-rdm");
+  EXPECT_EQ(config->fabric.library, "/opt/amazon/efa/lib/libfabric.so.1");
   EXPECT_EQ(config->device.nrt_sysfs_root, "/host/sys/devices/virtual/neuron_device");
   EXPECT_EQ(config->sim.preset, "trn2.48xlarge");
   EXPECT_EQ(config->sim.parallel_launch_min_us, 0u);
@@ -278,7 +286,11 @@ TEST(ConfigTest, FlagsOverrideTheFile) {
   overrides.logical_nc_config = 1;
   overrides.device_backend = "nrt";
   overrides.nrt_library = "/tmp/libnrt.so.1";
+  overrides.fabric_provider = "tcp;ofi_rxm";
+  overrides.fabric_interface = "lo";
   ASSERT_TRUE(ApplyOverrides(overrides, *config).ok());
+  EXPECT_EQ(config->fabric.provider, "tcp;ofi_rxm");
+  EXPECT_EQ(config->fabric.interface, "lo");
   EXPECT_EQ(config->device.backend, "nrt");
   EXPECT_EQ(config->device.nrt_library, "/tmp/libnrt.so.1");
   EXPECT_EQ(config->sim.preset, "trn2.3xlarge");
