@@ -13,9 +13,9 @@ import socket
 import statistics
 import subprocess
 import sys
-import time
 
 import daemon
+from allreduce import timed
 
 LARGE_BYTES = 64 << 20
 LARGE_ITERATIONS = 6
@@ -42,15 +42,6 @@ def run(build_dir: pathlib.Path) -> dict:
         for process, _, workdir, _ in hosts:
             daemon.stop(process, workdir)
     return json.loads(outputs[0].strip().splitlines()[-1])
-
-
-def timed(function, iterations):
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def rank_main(rank, port):

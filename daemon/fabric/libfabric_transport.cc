@@ -65,6 +65,7 @@ class LibfabricTransport final : public Transport {
         absl::StrFormat("libfabric %s: %s (%d)", what, library_->strerror(-code), code));
   }
   absl::Status PostReceive(Buffer& buffer);
+  absl::Status CheckLength(size_t bytes) const;
   absl::StatusOr<Buffer*> AcquireSendBuffer(absl::Time deadline);
   // Posts the send of `buffer`'s first `copied` bytes, then `in_place`
   // (when not empty), retrying while the provider is busy.
@@ -246,6 +247,12 @@ absl::StatusOr<PeerId> LibfabricTransport::AddPeer(std::string_view address) {
   return peer;
 }
 
+absl::Status LibfabricTransport::CheckLength(size_t bytes) const {
+  if (bytes <= message_bytes_) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("a fabric message of %d bytes exceeds the longest, %d", bytes, message_bytes_));
+}
+
 absl::StatusOr<Buffer*> LibfabricTransport::AcquireSendBuffer(absl::Time deadline) {
   absl::MutexLock lock(&send_mutex_);
   auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(send_mutex_) {
@@ -264,10 +271,7 @@ absl::StatusOr<Buffer*> LibfabricTransport::AcquireSendBuffer(absl::Time deadlin
 absl::Status LibfabricTransport::Send(PeerId peer, std::span<const uint8_t> header,
                                       std::span<const uint8_t> payload, absl::Time deadline) {
   const size_t bytes = header.size() + payload.size();
-  if (bytes > message_bytes_) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "a fabric message of %d bytes exceeds the longest, %d", bytes, message_bytes_));
-  }
+  if (absl::Status fits = CheckLength(bytes); !fits.ok()) return fits;
   absl::StatusOr<Buffer*> buffer = AcquireSendBuffer(deadline);
   if (!buffer.ok()) return buffer.status();
   std::memcpy((*buffer)->data, header.data(), header.size());
@@ -281,10 +285,7 @@ absl::Status LibfabricTransport::SendInPlace(PeerId peer, std::span<const uint8_
                                              std::shared_ptr<SendTracker> tracker) {
   if (!sends_in_place_ || payload.empty()) return Send(peer, header, payload, deadline);
   const size_t bytes = header.size() + payload.size();
-  if (bytes > message_bytes_) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "a fabric message of %d bytes exceeds the longest, %d", bytes, message_bytes_));
-  }
+  if (absl::Status fits = CheckLength(bytes); !fits.ok()) return fits;
   absl::StatusOr<Buffer*> buffer = AcquireSendBuffer(deadline);
   if (!buffer.ok()) return buffer.status();
   std::memcpy((*buffer)->data, header.data(), header.size());

@@ -102,6 +102,19 @@ class CrossHostCommunicatorTest : public ::testing::Test {
     return op;
   }
 
+  // A DATA header of host 1's step `phase` of an all-reduce of `count`
+  // float32 elements, collective #0.
+  static neuron_rtd_fabric_header AllReduceData(uint64_t count) {
+    neuron_rtd_fabric_header header{};
+    header.type = NEURON_RTD_FABRIC_DATA;
+    header.phase = NEURON_RTD_FABRIC_PHASE_REDUCE;
+    header.kind = NEURON_RTD_COLLECTIVE_ALL_REDUCE;
+    header.dtype = NEURON_RTD_DTYPE_FLOAT32;
+    header.reduce_op = NEURON_RTD_REDUCE_SUM;
+    header.element_count = count;
+    return header;
+  }
+
   // A message as host 1 would send it to host 0, from an endpoint of its own.
   void SendAsHostOne(neuron_rtd_fabric_header header, const std::string& payload) {
     if (!attacker_) {
@@ -173,14 +186,7 @@ TEST_F(CrossHostCommunicatorTest, AHostThatIssuedAnotherCollectiveFailsBothNamin
   RankBuffer mine = Buffer({1, 2});
   Posted posted = Post(0, AllReduce(2, 0), mine, mine);
   // "Host 1" says it issued an all-reduce of 3 elements.
-  neuron_rtd_fabric_header header{};
-  header.type = NEURON_RTD_FABRIC_DATA;
-  header.phase = NEURON_RTD_FABRIC_PHASE_REDUCE;
-  header.kind = NEURON_RTD_COLLECTIVE_ALL_REDUCE;
-  header.dtype = NEURON_RTD_DTYPE_FLOAT32;
-  header.reduce_op = NEURON_RTD_REDUCE_SUM;
-  header.element_count = 3;
-  SendAsHostOne(header, std::string(4, '\0'));
+  SendAsHostOne(AllReduceData(3), std::string(4, '\0'));
   posted.done->WaitForNotification();
   EXPECT_EQ(posted.completion->status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(posted.completion->status().message(), HasSubstr("host 1 issued ALL_REDUCE of 3"));
@@ -195,13 +201,7 @@ TEST_F(CrossHostCommunicatorTest, BytesOutsideTheSendersShareAreRefused) {
   JoinBoth();
   RankBuffer mine = Buffer({1, 2, 3, 4});
   Posted posted = Post(0, AllReduce(4, 0), mine, mine);
-  neuron_rtd_fabric_header header{};
-  header.type = NEURON_RTD_FABRIC_DATA;
-  header.phase = NEURON_RTD_FABRIC_PHASE_REDUCE;
-  header.kind = NEURON_RTD_COLLECTIVE_ALL_REDUCE;
-  header.dtype = NEURON_RTD_DTYPE_FLOAT32;
-  header.reduce_op = NEURON_RTD_REDUCE_SUM;
-  header.element_count = 4;
+  neuron_rtd_fabric_header header = AllReduceData(4);
   // Host 0 reduces elements 0-1 (bytes 0-7); this lands at 1 << 40.
   header.offset = uint64_t{1} << 40;
   SendAsHostOne(header, std::string(8, '\0'));
