@@ -164,8 +164,9 @@ cmd_test() {
 }
 
 # The Python tests of copies, streams, events, memory, errors (a killed
-# client among them), operators, eager training and NKI kernels again, against neuron-rtd
-# on its nrt backend over the fake libnrt (tests/fake_nrt).
+# client among them), operators, eager training, NKI kernels and collectives
+# across hosts (which stage through host memory there) again, against
+# neuron-rtd on its nrt backend over the fake libnrt (tests/fake_nrt).
 nrt_python_tests() {
   log "running Python tests on the nrt backend over the fake libnrt"
   NEURON_TEST_DEVICE_BACKEND=nrt NEURON_TEST_FAKE_NRT="$BUILD_DIR/lib/fake_nrt/libnrt.so.1" \
@@ -174,7 +175,9 @@ nrt_python_tests() {
     "$ROOT/tests/python/test_views.py" "$ROOT/tests/python/test_ops.py" \
     "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py" \
     "$ROOT/tests/python/test_neff.py" "$ROOT/tests/python/test_profiling.py" \
-    "$ROOT/tests/python/test_nki.py"
+    "$ROOT/tests/python/test_nki.py" \
+    "$ROOT/tests/python/test_distributed_hosts.py::test_every_collective_and_dtype_across_two_hosts" \
+    "$ROOT/tests/python/test_distributed_hosts.py::test_point_to_point_all_to_all_gather_scatter_across_hosts"
 }
 
 cmd_demo() {
