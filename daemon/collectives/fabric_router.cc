@@ -11,7 +11,7 @@ absl::StatusOr<std::unique_ptr<FabricRouter>> FabricRouter::Open(
   std::unique_ptr<FabricRouter> router(new FabricRouter());
   FabricRouter* self = router.get();
   absl::StatusOr<std::unique_ptr<fabric::Transport>> transport = fabric::OpenLibfabricTransport(
-      options, {.on_message = [self](std::span<const uint8_t> message) { self->OnMessage(message); },
+      options, {.on_message = [self](std::span<const uint8_t> message) { self->Route(message); },
                 .on_send_failed = [self](fabric::PeerId peer,
                                          const absl::Status& why) { self->OnSendFailed(peer, why); }});
   if (!transport.ok()) return transport.status();
@@ -59,7 +59,7 @@ uint64_t FabricRouter::dropped() const {
   return dropped_;
 }
 
-void FabricRouter::OnMessage(std::span<const uint8_t> message) {
+void FabricRouter::Route(std::span<const uint8_t> message) {
   neuron_rtd_fabric_header header;
   if (message.size() < sizeof(header)) {
     absl::MutexLock lock(&mutex_);

@@ -58,12 +58,15 @@ class FabricRouter {
   // Messages dropped: malformed, or for no receiver.
   uint64_t dropped() const;
 
+  // Checks a message as it came off the fabric and hands it to its
+  // receiver (the transport's handler; tests and the fuzzer call it too).
+  void Route(std::span<const uint8_t> message);
+
   // HELLOs kept for keys nobody registered yet.
   static constexpr size_t kMaxEarlyHellos = 1024;
 
  private:
   FabricRouter() = default;
-  void OnMessage(std::span<const uint8_t> message);
   void OnSendFailed(fabric::PeerId peer, const absl::Status& why);
 
   std::unique_ptr<fabric::Transport> transport_;
