@@ -301,7 +301,7 @@ cmd_tsan() {
     ctest --output-on-failure --parallel "$(nproc)" --timeout 900 "${args[@]}")
 }
 
-FUZZ_TARGETS=(record_decoder_fuzz executable_load_fuzz rpc_fuzz)
+FUZZ_TARGETS=(record_decoder_fuzz executable_load_fuzz rpc_fuzz fabric_message_fuzz)
 
 cmd_fuzz() {
   local seconds="${1:-60}"

@@ -303,6 +303,46 @@ def case_tensor_parallel(rank, world):
         expect_equal(parameter.grad.full_tensor(), twin.grad, f"tensor-parallel grad of {name}")
 
 
+def case_pipeline(rank, world):
+    """torch.distributed.pipelining: one stage per rank (GPipe, 4
+    microbatches) matches the unsplit model's loss and gradients on the CPU;
+    activations and gradients cross between stages as sends and receives."""
+    import copy
+
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16), torch.nn.ReLU(),
+              torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)]
+    reference = torch.nn.Sequential(*copy.deepcopy(layers))
+    per_stage = -(-len(layers) // world)
+    mine = torch.nn.Sequential(*layers[rank * per_stage:(rank + 1) * per_stage]).to("neuron")
+    stage = PipelineStage(mine, rank, world, torch.device("neuron"))
+    loss_fn = torch.nn.MSELoss()
+    schedule = ScheduleGPipe(stage, n_microbatches=4, loss_fn=loss_fn)
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(8, 8, generator=generator)
+    y = torch.randn(8, 4, generator=generator)
+    losses = []
+    if rank == 0:
+        schedule.step(x.to("neuron"))
+    elif rank == world - 1:
+        schedule.step(target=y.to("neuron"), losses=losses)
+    else:
+        schedule.step()
+    expected_losses = [loss_fn(reference(xs), ys) for xs, ys in zip(x.chunk(4), y.chunk(4))]
+    # The schedule scales gradients by 1 / microbatches (scale_grads).
+    (sum(expected_losses) / 4).backward()
+    if rank == world - 1:
+        got = torch.stack([loss.detach().cpu() for loss in losses])
+        expect_equal(got, torch.stack([loss.detach() for loss in expected_losses]),
+                     "pipeline losses")
+    twins = list(reference)[rank * per_stage:(rank + 1) * per_stage]
+    for module, twin in zip(mine, twins):
+        for (name, parameter), expected in zip(module.named_parameters(), twin.parameters()):
+            expect_equal(parameter.grad, expected.grad, f"pipeline grad of stage {rank} {name}")
+
+
 CASES = {name[len("case_"):]: function for name, function in globals().items()
          if name.startswith("case_")}
 # Cases that set up their own process groups.

@@ -59,3 +59,7 @@ def test_fsdp2_matches_one_process_training():
 
 def test_tensor_parallel_matches_the_unsharded_module():
     run_case("tensor_parallel")
+
+
+def test_pipeline_parallel_matches_the_unsplit_model():
+    run_case("pipeline")

@@ -60,6 +60,10 @@ def test_device_mesh_and_subgroups_across_hosts(two_hosts):
     run_across_hosts(two_hosts, "device_mesh")
 
 
+def test_pipeline_stages_on_two_hosts(two_hosts):
+    run_across_hosts(two_hosts, "pipeline", ranks_per_host=1)
+
+
 def test_a_dead_rank_fails_the_other_hosts_ranks_naming_it(two_hosts):
     run_across_hosts(two_hosts, "dead_rank")
 
