@@ -4,6 +4,7 @@ joined; each rank is a process pointed at its host's daemon, as torchrun
 --nnodes 2 would start them (distributed_cases.py holds what they run)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -83,3 +84,25 @@ def test_a_daemon_without_a_fabric_is_named(own_daemon, tmp_path, two_hosts):
 
 def test_cpu_gloo_unaffected_across_hosts(two_hosts):
     run_across_hosts(two_hosts, "cpu_only")
+
+
+def test_torchrun_on_two_hosts_trains_identical_replicas(two_hosts):
+    """As a user runs it: one torchrun per host (--nnodes 2), each host's
+    ranks pointed at its daemon, examples/distributed/ddp_train.py."""
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "distributed",
+                          "ddp_train.py")
+    port = str(free_port())
+    nodes = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(node),
+         "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", port, script],
+        env=dict(os.environ, NEURON_RTD_ADDRESS=two_hosts[node]), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True) for node in range(2)]
+    outputs = [node.communicate(timeout=600)[0] for node in nodes]
+    for node, output in zip(nodes, outputs):
+        assert node.returncode == 0, output
+    text = "\n".join(outputs)
+    checksums = dict(re.findall(r"^rank (\d+) checksum (\S+)$", text, re.MULTILINE))
+    assert sorted(checksums) == ["0", "1", "2", "3"], text
+    assert len(set(checksums.values())) == 1, checksums
+    first, last = [float(loss) for loss in re.findall(r"^step \d+ loss (\S+)$", text, re.MULTILINE)]
+    assert last < first
