@@ -303,6 +303,35 @@ def case_tensor_parallel(rank, world):
         expect_equal(parameter.grad.full_tensor(), twin.grad, f"tensor-parallel grad of {name}")
 
 
+def case_overlap(rank, world):
+    """An async collective runs on the rank's communication stream: what the
+    current stream does after it does not wait for it (rank 0's stream
+    drains while its peers have not even issued the collective), and
+    Work.wait() orders the current stream after it."""
+    store = dist.distributed_c10d._get_default_store()
+    tensor = torch.full((4,), float(rank + 1), device="neuron")
+    expected = torch.full((4,), float(sum(range(1, world + 1))))
+    if rank == 0:
+        work = dist.all_reduce(tensor, async_op=True)
+        other = torch.ones(4, device="neuron") * 3
+        torch.neuron.current_stream().synchronize()
+        assert not work.is_completed()
+        expect_equal(other, torch.full((4,), 3.0), "compute beside the collective")
+        store.set("overlap_go", "1")
+        work.wait()
+        expect_equal(tensor * 1, expected, "async all_reduce after wait()")
+    else:
+        store.wait(["overlap_go"])
+        dist.all_reduce(tensor)
+        expect_equal(tensor, expected, "all_reduce")
+    # The future of an async collective (DDP's communication hooks) holds
+    # the result once the stream that waits on it gets there.
+    tensor = torch.full((2,), float(rank), device="neuron")
+    future = dist.all_reduce(tensor, async_op=True).get_future()
+    result = future.wait()[0]
+    expect_equal(result * 1, torch.full((2,), float(sum(range(world)))), "future result")
+
+
 def case_pipeline(rank, world):
     """torch.distributed.pipelining: one stage per rank (GPipe, 4
     microbatches) matches the unsplit model's loss and gradients on the CPU;

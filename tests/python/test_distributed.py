@@ -63,3 +63,7 @@ def test_tensor_parallel_matches_the_unsharded_module():
 
 def test_pipeline_parallel_matches_the_unsplit_model():
     run_case("pipeline")
+
+
+def test_async_collectives_overlap_compute_on_the_current_stream():
+    run_case("overlap")

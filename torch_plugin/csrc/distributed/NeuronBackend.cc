@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -12,6 +14,7 @@
 #include "absl/time/time.h"
 #include "csrc/distributed/NeuronWork.h"
 #include "csrc/distributed/Rendezvous.h"
+#include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/Runtime.h"
 
@@ -170,8 +173,18 @@ void NeuronBackend::Number(Call& call) {
   call.numbered = true;
 }
 
+c10::Stream NeuronBackend::CommunicationStream() {
+  if (!communication_stream_) {
+    communication_stream_ = c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1)
+                                .getStreamFromGlobalPool(
+                                    c10::Device(c10::DeviceType::PrivateUse1, *device_),
+                                    /*isHighPriority=*/true);
+  }
+  return *communication_stream_;
+}
+
 c10::intrusive_ptr<c10d::Work> NeuronBackend::Submit(Call call, c10d::OpType type,
-                                                     bool blocking) {
+                                                     bool blocking, bool async_op) {
   for (const at::Tensor& tensor : call.keep_alive) EnsureOneDevice(tensor);
   if (!call.numbered) Number(call);
   if (!device_) device_ = CurrentDevice();
@@ -190,7 +203,20 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::Submit(Call call, c10d::OpType typ
                                          NEURON_RTD_MAX_COLLECTIVE_OPS, " operations; this one is ",
                                          call.ops.size()));
   }
-  const c10::Stream stream = CurrentStream(*device_);
+  const c10::Stream current = CurrentStream(*device_);
+  const c10::Stream stream = async_op && !blocking ? CommunicationStream() : current;
+  if (stream != current) {
+    c10::Event ready(c10::DeviceType::PrivateUse1);
+    ready.record(current);
+    ready.block(stream);
+    // The caching allocator must not hand these blocks to the current
+    // stream again until the communication stream is done with them.
+    for (const at::Tensor& tensor : call.keep_alive) {
+      NeuronAllocator().recordStream(tensor.storage().data_ptr(), stream);
+    }
+  }
+  // The copies after the record, and the future's events, go to `stream`.
+  c10::StreamGuard on_stream(stream);
   absl::StatusOr<neuronrt::Event> enqueued =
       RuntimeStream(stream).Collective(handle_, call.ops, c10d::opTypeToString(type));
   if (!enqueued.ok()) {
@@ -233,7 +259,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::broadcast(std::vector<at::Tensor>&
   Call call{.keep_alive = {tensor}, .outputs = {tensor}};
   call.ops.push_back(Operation(NEURON_RTD_COLLECTIVE_BROADCAST, tensor, tensor, tensor.numel(),
                                static_cast<uint32_t>(opts.rootRank)));
-  return Submit(std::move(call), c10d::OpType::BROADCAST);
+  return Submit(std::move(call), c10d::OpType::BROADCAST, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce(std::vector<at::Tensor>& tensors,
@@ -243,7 +269,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce(std::vector<at::Tensor>&
   Call call{.keep_alive = {tensor}, .outputs = {tensor}};
   call.ops.push_back(
       Reducing(NEURON_RTD_COLLECTIVE_ALL_REDUCE, opts.reduceOp, tensor, tensor, tensor.numel()));
-  return Submit(std::move(call), c10d::OpType::ALLREDUCE);
+  return Submit(std::move(call), c10d::OpType::ALLREDUCE, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce_coalesced(
@@ -253,7 +279,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allreduce_coalesced(
     call.ops.push_back(
         Reducing(NEURON_RTD_COLLECTIVE_ALL_REDUCE, opts.reduceOp, tensor, tensor, tensor.numel()));
   }
-  return Submit(std::move(call), c10d::OpType::ALLREDUCE_COALESCED);
+  return Submit(std::move(call), c10d::OpType::ALLREDUCE_COALESCED, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& tensors,
@@ -264,21 +290,21 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce(std::vector<at::Tensor>& te
   Call call{.keep_alive = {tensor}, .outputs = {tensor}};
   call.ops.push_back(Reducing(NEURON_RTD_COLLECTIVE_REDUCE, opts.reduceOp, tensor, tensor,
                               tensor.numel(), static_cast<uint32_t>(opts.rootRank)));
-  return Submit(std::move(call), c10d::OpType::REDUCE);
+  return Submit(std::move(call), c10d::OpType::REDUCE, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::_allgather_base(at::Tensor& output,
                                                               at::Tensor& input,
-                                                              const c10d::AllgatherOptions&) {
+                                                              const c10d::AllgatherOptions& opts) {
   CheckSameSize(output, input.numel() * size_, "the output tensor");
   Call call{.keep_alive = {output, input}, .outputs = {output}};
   call.ops.push_back(Operation(NEURON_RTD_COLLECTIVE_ALL_GATHER, input, output, input.numel()));
-  return Submit(std::move(call), c10d::OpType::_ALLGATHER_BASE);
+  return Submit(std::move(call), c10d::OpType::_ALLGATHER_BASE, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions&) {
+    const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "as many outputs as inputs");
   Call call{.outputs = outputs};
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -288,12 +314,12 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather_into_tensor_coalesced(
     call.ops.push_back(
         Operation(NEURON_RTD_COLLECTIVE_ALL_GATHER, inputs[i], outputs[i], inputs[i].numel()));
   }
-  return Submit(std::move(call), c10d::OpType::COALESCED);
+  return Submit(std::move(call), c10d::OpType::COALESCED, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions&) {
+    const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1,
               "neuron collectives take one tensor per rank");
   const at::Tensor& input = inputs[0];
@@ -313,7 +339,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::allgather(
                            .view(targets[i].sizes()));
     }
   });
-  return Submit(std::move(call), c10d::OpType::ALLGATHER);
+  return Submit(std::move(call), c10d::OpType::ALLGATHER, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::_reduce_scatter_base(
@@ -322,7 +348,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::_reduce_scatter_base(
   Call call{.keep_alive = {output, input}, .outputs = {output}};
   call.ops.push_back(Reducing(NEURON_RTD_COLLECTIVE_REDUCE_SCATTER, opts.reduceOp, input, output,
                               output.numel()));
-  return Submit(std::move(call), c10d::OpType::_REDUCE_SCATTER_BASE);
+  return Submit(std::move(call), c10d::OpType::_REDUCE_SCATTER_BASE, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(
@@ -337,7 +363,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter_tensor_coalesced(
     call.ops.push_back(Reducing(NEURON_RTD_COLLECTIVE_REDUCE_SCATTER, opts.reduceOp, inputs[i],
                                 outputs[i], outputs[i].numel()));
   }
-  return Submit(std::move(call), c10d::OpType::COALESCED);
+  return Submit(std::move(call), c10d::OpType::COALESCED, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter(
@@ -359,12 +385,12 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::reduce_scatter(
   Call call{.keep_alive = {output, staging}, .outputs = {output}};
   call.ops.push_back(Reducing(NEURON_RTD_COLLECTIVE_REDUCE_SCATTER, opts.reduceOp, staging, output,
                               output.numel()));
-  return Submit(std::move(call), c10d::OpType::REDUCE_SCATTER);
+  return Submit(std::move(call), c10d::OpType::REDUCE_SCATTER, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
-    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions&) {
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
   // Rows along dim 0, as c10d's all_to_all_single; each peer's share is a
   // SEND and a RECV of one group.
   auto splits = [&](const at::Tensor& tensor, const std::vector<int64_t>& sizes,
@@ -406,12 +432,12 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall_base(
     in_offset += sent;
     out_offset += received;
   }
-  return Submit(std::move(call), c10d::OpType::ALLTOALL_BASE);
+  return Submit(std::move(call), c10d::OpType::ALLTOALL_BASE, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                        std::vector<at::Tensor>& inputs,
-                                                       const c10d::AllToAllOptions&) {
+                                                       const c10d::AllToAllOptions& opts) {
   if (static_cast<int>(outputs.size()) != size_ || static_cast<int>(inputs.size()) != size_) {
     C10_THROW_ERROR(ValueError, c10::str("all_to_all needs ", size_,
                                          " input and output tensors"));
@@ -425,7 +451,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::alltoall(std::vector<at::Tensor>& 
     call.ops.push_back(Operation(NEURON_RTD_COLLECTIVE_RECV, at::Tensor(), outputs[peer],
                                  outputs[peer].numel(), peer));
   }
-  return Submit(std::move(call), c10d::OpType::ALLTOALL);
+  return Submit(std::move(call), c10d::OpType::ALLTOALL, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(
@@ -451,7 +477,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::gather(
           Operation(NEURON_RTD_COLLECTIVE_RECV, at::Tensor(), target, target.numel(), peer));
     }
   }
-  return Submit(std::move(call), c10d::OpType::GATHER);
+  return Submit(std::move(call), c10d::OpType::GATHER, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::scatter(
@@ -476,7 +502,7 @@ c10::intrusive_ptr<c10d::Work> NeuronBackend::scatter(
   }
   call.ops.push_back(
       Operation(NEURON_RTD_COLLECTIVE_RECV, at::Tensor(), output, output.numel(), root));
-  return Submit(std::move(call), c10d::OpType::SCATTER);
+  return Submit(std::move(call), c10d::OpType::SCATTER, false, opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> NeuronBackend::send(std::vector<at::Tensor>& tensors, int dst_rank,

@@ -98,7 +98,14 @@ class NeuronBackend final : public c10d::Backend {
     bool numbered = false;
   };
 
-  c10::intrusive_ptr<c10d::Work> Submit(Call call, c10d::OpType type, bool blocking = false);
+  // Enqueues the call on the current stream or, for an asynchronous call
+  // (async_op=True), on the rank's communication stream after what the
+  // current stream holds, as NCCL does: compute issued next on the current
+  // stream overlaps it until Work.wait() orders the stream after it.
+  c10::intrusive_ptr<c10d::Work> Submit(Call call, c10d::OpType type, bool blocking = false,
+                                        bool async_op = false);
+  // The communication stream of device_ (created on first use, high priority).
+  c10::Stream CommunicationStream();
   // Numbers the call's operations in issue order (the daemon matches the
   // ranks' k-th collectives, and the k-th send of a pair with its k-th
   // receive, whatever stream each was issued on).
@@ -112,6 +119,7 @@ class NeuronBackend final : public c10d::Backend {
   uint64_t next_collective_ = 0;
   std::vector<uint64_t> next_send_;
   std::vector<uint64_t> next_recv_;
+  std::optional<c10::Stream> communication_stream_;
   bool coalescing_ = false;
   Call coalesced_;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_works_;
