@@ -624,7 +624,9 @@ absl::Status Communicator::Exchange(const Work& work) {
         const uint64_t end = std::min<uint64_t>(begin + per_host, op.element_count);
         return std::make_pair(begin * element_bytes, end * element_bytes);
       };
-      const auto [my_begin, my_end] = share(me);
+      // Not a structured binding: lambdas capture these (Clang 14 refuses).
+      const uint64_t my_begin = share(me).first;
+      const uint64_t my_end = share(me).second;
       auto share_of = [&](uint32_t host) {
         const auto [begin, end] = share(host);
         return std::vector<OutgoingRange>{{begin, base + begin, end - begin}};
