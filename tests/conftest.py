@@ -79,6 +79,12 @@ def neuron_daemon():
 
 
 @pytest.fixture
+def daemon_device_config():
+    """device_config, for tests that start daemons of their own."""
+    return device_config
+
+
+@pytest.fixture
 def own_daemon():
     """Starts daemons of the test's own (start(socket_path, extra_args,
     config_text) -> (process, log path)); stops them after the test."""

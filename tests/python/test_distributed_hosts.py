@@ -10,20 +10,19 @@ import sys
 
 import pytest
 
-from conftest import device_config
 from test_distributed import CASES, free_port
 
 FABRIC = ["--fabric-provider", "tcp;ofi_rxm", "--fabric-interface", "lo"]
 
 
 @pytest.fixture
-def two_hosts(own_daemon, tmp_path):
+def two_hosts(own_daemon, daemon_device_config, tmp_path):
     addresses = []
     for host in ("host0", "host1"):
         directory = tmp_path / host
         directory.mkdir()
         socket_path = str(directory / "neuron-rtd.sock")
-        own_daemon(socket_path, FABRIC, device_config(str(directory)))
+        own_daemon(socket_path, FABRIC, daemon_device_config(str(directory)))
         addresses.append("unix:" + socket_path)
     return addresses
 
@@ -69,11 +68,12 @@ def test_a_dead_rank_fails_the_other_hosts_ranks_naming_it(two_hosts):
     run_across_hosts(two_hosts, "dead_rank")
 
 
-def test_a_daemon_without_a_fabric_is_named(own_daemon, tmp_path, two_hosts):
+def test_a_daemon_without_a_fabric_is_named(own_daemon, daemon_device_config, tmp_path,
+                                             two_hosts):
     directory = tmp_path / "plain"
     directory.mkdir()
     socket_path = str(directory / "neuron-rtd.sock")
-    own_daemon(socket_path, (), device_config(str(directory)))
+    own_daemon(socket_path, (), daemon_device_config(str(directory)))
     result = subprocess.run(
         [sys.executable, CASES, "--hosts", f"{two_hosts[0]},unix:{socket_path}", "collectives",
          "1", str(free_port())],
