@@ -12,8 +12,8 @@
 // Across hosts (a HostTopology): this daemon holds the ranks of its host;
 // once they have all arrived at a collective, the communicator's exchange
 // thread runs the collective's steps between the hosts' daemons over the
-// fabric (communicator_cross_host.cc), collectives one at a time in their
-// issue order; sends to and receives from other hosts' ranks move through
+// fabric (communicator_cross_host.cc, communicator_exchange.cc),
+// collectives one at a time in their issue order; sends to and receives from other hosts' ranks move through
 // the fabric as they come.
 //
 // Thread-safety: every method may be called from any thread.
@@ -190,7 +190,7 @@ class Communicator final : public FabricReceiver {
   void AfterAbort(const absl::Status& status, std::vector<Arrival>& failed, bool tell_hosts);
   uint32_t local_size() const;
 
-  // Across hosts (communicator_cross_host.cc).
+  // Across hosts (communicator_cross_host.cc, communicator_exchange.cc).
   absl::Status ConnectHosts(absl::Time deadline);
   void PostRemote(Arrival arrival);
   void SendToHost(Arrival& arrival);
@@ -209,7 +209,7 @@ class Communicator final : public FabricReceiver {
                          const std::vector<OutgoingRange>& ranges, absl::Time deadline,
                          const std::shared_ptr<fabric::SendTracker>& tracker);
   // What a host sends for one step of a collective, taken by the progress
-  // thread as it arrives (communicator_cross_host.cc).
+  // thread as it arrives (communicator_exchange.cc).
   class Incoming;
   using IncomingUse = std::function<absl::Status(uint64_t offset, std::span<const uint8_t> bytes)>;
   absl::Status CheckRemote(const neuron_rtd_fabric_header& header,
