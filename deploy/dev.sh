@@ -330,7 +330,10 @@ cmd_fuzz() {
     work="$(mktemp -d)"
     log "fuzzing $target for $seconds s"
     # New inputs go to a scratch directory; the repository's seeds are read.
-    if ! ASAN_OPTIONS=detect_leaks=0 "$dir/bin/$target" -max_total_time="$seconds" \
+    # UBSan stops at its first report, so that libFuzzer keeps the input as
+    # a crash (by default it prints and goes on, and the run passes).
+    if ! ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        "$dir/bin/$target" -max_total_time="$seconds" \
         -print_final_stats=1 -artifact_prefix="$work/" "$work" \
         $([ -d "$corpus" ] && echo "$corpus") 2>"$work/log"; then
       failed=1

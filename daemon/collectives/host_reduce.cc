@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "neuron/rtd/abi/command_ring.h"
 
@@ -175,6 +176,21 @@ hal::ReduceOp CombiningOp(hal::ReduceOp op) {
 
 void ReduceOnHost(hal::ReduceOp op, hal::ElementType type, void* destination, const void* source,
                   uint64_t count) {
+  const uint32_t width = hal::ElementBytes(type);
+  if (reinterpret_cast<uintptr_t>(destination) % width != 0 ||
+      reinterpret_cast<uintptr_t>(source) % width != 0) {
+    // Elements must be read and written aligned. The pieces other hosts
+    // send follow a header of a multiple of 8 bytes, so this copy is for
+    // buffers the caller did not align.
+    std::vector<uint8_t> aligned_destination(static_cast<const uint8_t*>(destination),
+                                             static_cast<const uint8_t*>(destination) +
+                                                 count * width);
+    const std::vector<uint8_t> aligned_source(static_cast<const uint8_t*>(source),
+                                              static_cast<const uint8_t*>(source) + count * width);
+    ReduceOnHost(op, type, aligned_destination.data(), aligned_source.data(), count);
+    std::memcpy(destination, aligned_destination.data(), aligned_destination.size());
+    return;
+  }
   op = CombiningOp(op);
   switch (type) {
     case hal::ElementType::kFloat32: {

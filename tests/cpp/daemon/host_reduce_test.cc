@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -101,6 +102,21 @@ TEST(HostReduceTest, IntegersWrapAndAveragesTruncateTowardZero) {
   const std::vector<int32_t> ints_from = {4, 2};
   ReduceOnHost(hal::ReduceOp::kMax, hal::ElementType::kInt32, ints.data(), ints_from.data(), 2);
   EXPECT_EQ(ints, (std::vector<int32_t>{4, 8}));
+}
+
+TEST(HostReduceTest, MisalignedBuffersReduceAsAlignedOnes) {
+  alignas(8) uint8_t into[1 + 3 * sizeof(float)];
+  alignas(8) uint8_t from[2 + 3 * sizeof(float)];
+  const float into_values[3] = {1, 2, 3};
+  const float from_values[3] = {10, 20, 30};
+  std::memcpy(into + 1, into_values, sizeof(into_values));
+  std::memcpy(from + 2, from_values, sizeof(from_values));
+  ReduceOnHost(hal::ReduceOp::kSum, hal::ElementType::kFloat32, into + 1, from + 2, 3);
+  float got[3];
+  std::memcpy(got, into + 1, sizeof(got));
+  EXPECT_EQ(got[0], 11);
+  EXPECT_EQ(got[1], 22);
+  EXPECT_EQ(got[2], 33);
 }
 
 TEST(HostReduceTest, BooleansAreLogical) {
