@@ -56,14 +56,16 @@ def device_config(directory):
     return f'[device]\nbackend = "nrt"\nnrt_library = "{library}"\n'
 
 
-@pytest.fixture(scope="session", autouse=True)
-def neuron_daemon():
+def pytest_configure(config):
+    """Starts the session's daemon before collection: test modules that
+    query the device when imported (PyTorch's test harness counts devices
+    at import) must reach it, not start a daemon of their own."""
     directory = tempfile.mkdtemp(prefix="neuron-pytest-")
     socket_path = os.path.join(directory, "neuron-rtd.sock")
     # A per-session HBM quota makes out-of-memory reachable in a test;
     # graphs stay interpreted (test_compile_tiers.py starts its own daemon
     # with the compiler on).
-    process, log_path = start_daemon(
+    process, _ = start_daemon(
         socket_path,
         config_text=device_config(directory) + "[session]\nmax_hbm_bytes = 2147483648\n"
                     "[compiler]\ncompile_after_launches = 0\n")
@@ -72,10 +74,23 @@ def neuron_daemon():
     # PyTorch's compile caches (AOTAutograd's keeps torch.compile's graphs)
     # of this session alone: nothing from an earlier run is reused.
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(directory, "torch-compile-cache")
-    yield socket_path
+    config.neuron_daemon = (process, socket_path, directory)
+
+
+def pytest_unconfigure(config):
+    started = getattr(config, "neuron_daemon", None)
+    if started is None:
+        return
+    process, _, directory = started
     process.terminate()
     process.wait(timeout=30)
     shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def neuron_daemon(pytestconfig):
+    """The socket of the daemon every test's torch_neuronx uses."""
+    return pytestconfig.neuron_daemon[1]
 
 
 @pytest.fixture
