@@ -21,7 +21,10 @@ void Resolve(void* handle, const char* name, Function& slot, std::vector<std::st
 
 absl::StatusOr<std::unique_ptr<LibfabricLibrary>> LibfabricLibrary::Open(const std::string& path) {
   ::dlerror();
-  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: libfabric and the providers' libraries keep state from
+  // their constructors for the process's life; unloading them would leave
+  // it unreachable (and unnamed in leak reports).
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (handle == nullptr) {
     const char* why = ::dlerror();
     return absl::FailedPreconditionError(absl::StrFormat(
