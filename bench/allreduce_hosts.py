@@ -5,7 +5,10 @@ on each, against gloo on CPU tensors between the same two processes.
 - allreduce_2host_vs_gloo: bus bandwidth of a 64 MiB float32 all_reduce on
   neuron / gloo's (required >= 1).
 - allreduce_2host_8b_p50_us: median latency of an 8-byte all_reduce across
-  the two daemons, synchronized each time."""
+  the two daemons (recursive doubling: one exchange), synchronized each time.
+- allreduce_2host_doubling_gain: the same all_reduce's median latency with
+  the daemons forced to the ring ([fabric] recursive_doubling_max_bytes = 0:
+  a reduce-scatter step then an all-gather step) / with recursive doubling."""
 import json
 import os
 import pathlib
@@ -13,6 +16,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 
 import daemon
 from allreduce import timed
@@ -25,13 +29,25 @@ FABRIC = ["--fabric-provider", "tcp;ofi_rxm", "--fabric-interface", "lo"]
 
 def run(build_dir: pathlib.Path) -> dict:
     binary = str(build_dir / "bin" / "neuron-rtd")
-    hosts = [daemon.start(binary, extra_args=FABRIC) for _ in range(2)]
+    results = run_ranks(binary, "/dev/null", large=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".toml") as ring_only:
+        ring_only.write("[fabric]\nrecursive_doubling_max_bytes = 0\n")
+        ring_only.flush()
+        by_ring = run_ranks(binary, ring_only.name, large=False)
+    results["allreduce_2host_8b_ring_p50_us"] = by_ring["allreduce_2host_8b_p50_us"]
+    results["allreduce_2host_doubling_gain"] = round(
+        by_ring["allreduce_2host_8b_p50_us"] / results["allreduce_2host_8b_p50_us"], 2)
+    return results
+
+
+def run_ranks(binary, config, large):
+    hosts = [daemon.start(binary, extra_args=FABRIC, config=config) for _ in range(2)]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     try:
         ranks = [subprocess.Popen(
-            [sys.executable, __file__, "--rank", str(rank), str(port)],
+            [sys.executable, __file__, "--rank", str(rank), str(port), str(int(large))],
             stdout=subprocess.PIPE, text=True,
             env={**os.environ, "NEURON_RTD_ADDRESS": f"unix:{hosts[rank][1]}",
                  "NEURON_RTD_AUTOSTART": "0"}) for rank in range(2)]
@@ -44,7 +60,7 @@ def run(build_dir: pathlib.Path) -> dict:
     return json.loads(outputs[0].strip().splitlines()[-1])
 
 
-def rank_main(rank, port):
+def rank_main(rank, port, large):
     import datetime
 
     import torch
@@ -69,15 +85,19 @@ def rank_main(rank, port):
         torch.neuron.synchronize()
 
     results = {}
-    for name, function, iterations in [
-            ("gloo_large", lambda: dist.all_reduce(on_cpu), LARGE_ITERATIONS),
-            ("neuron_large", neuron_large, LARGE_ITERATIONS),
-            ("neuron_small", neuron_small, SMALL_ITERATIONS)]:
+    cases = [("neuron_small", neuron_small, SMALL_ITERATIONS)]
+    if large:
+        cases += [("gloo_large", lambda: dist.all_reduce(on_cpu), LARGE_ITERATIONS),
+                  ("neuron_large", neuron_large, LARGE_ITERATIONS)]
+    for name, function, iterations in cases:
         dist.barrier()
         function()
         results[name] = statistics.median(timed(function, iterations))
     dist.destroy_process_group()
-    if rank == 0:
+    if rank == 0 and not large:
+        print(json.dumps({"allreduce_2host_8b_p50_us": round(results["neuron_small"] * 1e6, 1)}),
+              flush=True)
+    elif rank == 0:
         gloo_bandwidth = LARGE_BYTES / results["gloo_large"] / 1e9
         neuron_bandwidth = LARGE_BYTES / results["neuron_large"] / 1e9
         print(json.dumps({
@@ -89,4 +109,4 @@ def rank_main(rank, port):
 
 
 if __name__ == "__main__" and "--rank" in sys.argv:
-    rank_main(int(sys.argv[2]), int(sys.argv[3]))
+    rank_main(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1")

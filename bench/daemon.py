@@ -11,9 +11,10 @@ import tempfile
 import time
 
 
-def start(binary, preset="dev", extra_args=(), env=None):
-    """Starts a daemon (`env`: variables added to this process's); returns
-    (process, socket path, workdir, seconds to ready)."""
+def start(binary, preset="dev", extra_args=(), env=None, config="/dev/null"):
+    """Starts a daemon (`env`: variables added to this process's; `config`:
+    its configuration file); returns (process, socket path, workdir, seconds
+    to ready)."""
     workdir = tempfile.mkdtemp(prefix="nrtd-bench-")
     notify_path = os.path.join(workdir, "notify.sock")
     sock_path = os.path.join(workdir, "rtd.sock")
@@ -23,7 +24,7 @@ def start(binary, preset="dev", extra_args=(), env=None):
     env = dict(os.environ, **(env or {}), NOTIFY_SOCKET=notify_path)
     started = time.perf_counter()
     process = subprocess.Popen(
-        [binary, "--config", "/dev/null", "--socket", sock_path, "--sim-preset", preset,
+        [binary, "--config", config, "--socket", sock_path, "--sim-preset", preset,
          "--log-level", "warn", *extra_args],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -137,13 +137,15 @@ Communicator::Communicator(std::string name, uint32_t size, absl::Duration timeo
 }
 
 Communicator::Communicator(std::string name, HostTopology topology, FabricRouter* router,
-                           absl::Duration timeout, std::shared_ptr<CollectiveCounters> counters)
+                           absl::Duration timeout, std::shared_ptr<CollectiveCounters> counters,
+                           HostAlgorithmOptions algorithms)
     : name_(std::move(name)),
       size_(topology.world_size()),
       timeout_(timeout),
       counters_(std::move(counters)),
       topology_(std::move(topology)),
-      router_(router) {
+      router_(router),
+      algorithms_(algorithms) {
   members_.resize(size_);
   exchange_thread_ = std::thread([this] { RunExchanges(); });
 }

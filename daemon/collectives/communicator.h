@@ -45,6 +45,7 @@
 #include "daemon/collectives/host_mailbox.h"
 #include "daemon/collectives/host_topology.h"
 #include "daemon/collectives/group_completion.h"
+#include "daemon/collectives/host_algorithm.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/segment.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -95,8 +96,10 @@ class Communicator final : public FabricReceiver {
   Communicator(std::string name, uint32_t size, absl::Duration timeout,
                std::shared_ptr<CollectiveCounters> counters = nullptr);
   // Across hosts: `size` is topology.world_size(); `router` outlives it.
+  // Every host's daemon must have the same `algorithms` (checked at Join).
   Communicator(std::string name, HostTopology topology, FabricRouter* router,
-               absl::Duration timeout, std::shared_ptr<CollectiveCounters> counters = nullptr);
+               absl::Duration timeout, std::shared_ptr<CollectiveCounters> counters = nullptr,
+               HostAlgorithmOptions algorithms = {});
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
   ~Communicator() override;
@@ -197,6 +200,12 @@ class Communicator final : public FabricReceiver {
   void ReceiveFromHost(Arrival arrival);
   void RunExchanges();
   absl::Status Exchange(const Work& work);
+  // Which step of which algorithm a DATA message belongs to.
+  struct StepId {
+    uint32_t phase = 0;  // enum neuron_rtd_fabric_phase
+    uint32_t step = 0;
+    uint32_t algorithm = NEURON_RTD_FABRIC_ALGORITHM_DIRECT;
+  };
   // Bytes to send, at `offset` of the receiver's view of the collective.
   struct OutgoingRange {
     uint64_t offset = 0;
@@ -205,7 +214,7 @@ class Communicator final : public FabricReceiver {
   };
   // With a tracker, the ranges are sent in place (they stay unchanged until
   // it says the sends finished).
-  absl::Status SendBytes(uint32_t host, uint32_t phase, const neuron_rtd_collective_op& op,
+  absl::Status SendBytes(uint32_t host, StepId step, const neuron_rtd_collective_op& op,
                          const std::vector<OutgoingRange>& ranges, absl::Time deadline,
                          const std::shared_ptr<fabric::SendTracker>& tracker);
   // What a host sends for one step of a collective, taken by the progress
@@ -214,6 +223,18 @@ class Communicator final : public FabricReceiver {
   using IncomingUse = std::function<absl::Status(uint64_t offset, std::span<const uint8_t> bytes)>;
   absl::Status CheckRemote(const neuron_rtd_fabric_header& header,
                            const neuron_rtd_collective_op& op) const;
+  // All-reduce between hosts (communicator_all_reduce.cc): the host's ranks
+  // reduced into `base` (`bytes`), then reduced with every other host's by
+  // the ring or by recursive doubling; `in_place`: `base` is device memory
+  // the fabric reads (it stays allocated).
+  absl::Status AllReduceBetweenHosts(const Work& work);
+  // The host's ranks' send buffers' first `length` bytes, reduced into
+  // staging_ on the host.
+  absl::Status ReduceRanksIntoStaging(const Work& work, uint64_t length);
+  absl::Status RingAllReduce(const neuron_rtd_collective_op& op, uint8_t* base, bool in_place,
+                             absl::Time deadline);
+  absl::Status DoublingAllReduce(const neuron_rtd_collective_op& op, uint8_t* base,
+                                 absl::Time deadline);
   void TellHostsOfAbort(const absl::Status& status);
   absl::StatusOr<fabric::PeerId> PeerOf(uint32_t host) const;
   neuron_rtd_fabric_header HeaderFor(uint32_t type) const;
@@ -224,6 +245,7 @@ class Communicator final : public FabricReceiver {
   const std::shared_ptr<CollectiveCounters> counters_;
   const std::optional<HostTopology> topology_;
   FabricRouter* const router_ = nullptr;
+  const HostAlgorithmOptions algorithms_;
   HostMailbox mailbox_{kMaxQueuedRemoteBytes};
 
   mutable absl::Mutex mutex_;

@@ -71,6 +71,7 @@ absl::Status Communicator::ConnectHosts(absl::Time deadline) {
   }
   neuron_rtd_fabric_header hello = HeaderFor(NEURON_RTD_FABRIC_HELLO);
   hello.index = topology.Fingerprint();
+  hello.total = algorithms_.recursive_doubling_max_bytes;
   for (uint32_t host = 0; host < topology.hosts(); ++host) {
     if (host == topology.host) continue;
     if (absl::Status sent = router_->transport().Send(peers[host], BytesOf(hello), {}, deadline);
@@ -93,6 +94,13 @@ absl::Status Communicator::ConnectHosts(absl::Time deadline) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "communicator %s: host %d's ranks were given other hosts or ranks than this host's",
           name_, host));
+    }
+    if (mail->header.total != hello.total) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "communicator %s: host %d's daemon runs all-reduces of up to %d bytes by recursive "
+          "doubling, this daemon up to %d (set the same [fabric] recursive_doubling_max_bytes "
+          "on every host)",
+          name_, host, mail->header.total, hello.total));
     }
   }
   if (!missing.empty()) {

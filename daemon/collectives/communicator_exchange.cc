@@ -1,9 +1,10 @@
 // The steps of collectives between hosts, run by a communicator's exchange
 // thread. Every collective reduces or gathers its host's ranks first (on the
-// host), then moves between hosts directly: each host sends each other host
-// its share, so every host sends and receives (H-1)/H of the data per step,
-// as a ring would, in one step instead of H-1. Results are then copied to
-// the host's ranks.
+// host), then moves between hosts; results are then copied to the host's
+// ranks. All-reduces run by the ring or recursive doubling
+// (communicator_all_reduce.cc); the others directly: each host sends each
+// other host its share in one step, so every host sends and receives (H-1)/H
+// of the data, as a ring would, in one step instead of H-1.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -14,14 +15,18 @@
 #include "absl/synchronization/notification.h"
 #include "daemon/collectives/communicator.h"
 #include "daemon/collectives/host_reduce.h"
+#include "daemon/collectives/internal/arrivals.h"
+#include "daemon/collectives/internal/communicator_incoming.h"
 #include "daemon/collectives/internal/fabric_messages.h"
 
 namespace neuron::rtd::collectives {
 namespace {
 
 using internal::BytesOf;
+using internal::CopyArrivals;
 using internal::Describe;
 using internal::kHeaderBytes;
+using internal::ReduceArrivals;
 using internal::Within;
 
 }  // namespace
@@ -44,14 +49,16 @@ absl::Status Communicator::CheckRemote(const neuron_rtd_fabric_header& header,
       op.dtype, op.reduce_op, op.peer));
 }
 
-absl::Status Communicator::SendBytes(uint32_t host, uint32_t phase,
+absl::Status Communicator::SendBytes(uint32_t host, StepId step,
                                      const neuron_rtd_collective_op& op,
                                      const std::vector<OutgoingRange>& ranges, absl::Time deadline,
                                      const std::shared_ptr<fabric::SendTracker>& tracker) {
   absl::StatusOr<fabric::PeerId> peer = PeerOf(host);
   if (!peer.ok()) return peer.status();
   neuron_rtd_fabric_header header = HeaderFor(NEURON_RTD_FABRIC_DATA);
-  header.phase = phase;
+  header.phase = step.phase;
+  header.step = step.step;
+  header.algorithm = step.algorithm;
   header.index = op.sequence;
   Describe(header, op);
   const uint64_t chunk = router_->transport().max_message_bytes() - kHeaderBytes;
@@ -80,80 +87,25 @@ absl::Status Communicator::SendBytes(uint32_t host, uint32_t phase,
   return router_->transport().Send(*peer, BytesOf(header), {}, deadline);
 }
 
-// A claim on what `host` sends for one step (phase) of collective
-// `op.sequence`: each piece is checked and handed to `use` on the progress
-// thread as it arrives, straight from the receive buffer. Register it
-// before sending this step's own bytes; the destructor withdraws it.
-class Communicator::Incoming {
- public:
-  Incoming(Communicator& communicator, uint32_t host, uint32_t phase,
-           const neuron_rtd_collective_op& op, uint64_t expected, IncomingUse use)
-      : communicator_(communicator),
-        host_(host),
-        op_(op),
-        key_{.type = NEURON_RTD_FABRIC_DATA, .phase = phase, .index = op.sequence,
-             .source_host = host},
-        state_(std::make_shared<State>()) {
-    HostMailbox::Claim claim;
-    claim.take = [state = state_, this, expected, use = std::move(use)](
-                     const neuron_rtd_fabric_header& header,
-                     std::span<const uint8_t> payload) {
-      if (absl::Status agreed = communicator_.CheckRemote(header, op_); !agreed.ok()) {
-        state->error = agreed;
-        return true;
-      }
-      if (payload.size() > expected - state->received) {
-        state->error = absl::InvalidArgumentError(absl::StrFormat(
-            "host %d sent more than the %d bytes collective #%d moves to this host", host_,
-            expected, op_.sequence));
-        return true;
-      }
-      if (!payload.empty()) {
-        if (absl::Status used = use(header.offset, payload); !used.ok()) {
-          state->error = used;
-          return true;
-        }
-      }
-      state->received += payload.size();
-      return state->received >= expected;
-    };
-    claim.done = [state = state_](const absl::Status& status) {
-      state->status = status;
-      state->finished.Notify();
-    };
-    communicator_.mailbox_.AddClaim(key_, std::move(claim));
-  }
-  Incoming(const Incoming&) = delete;
-  Incoming& operator=(const Incoming&) = delete;
-  ~Incoming() { communicator_.mailbox_.RemoveClaim(key_); }
-
-  absl::Status Wait(absl::Time deadline) {
-    if (!state_->finished.WaitForNotificationWithDeadline(deadline)) {
-      if (communicator_.mailbox_.RemoveClaim(key_)) {
-        return absl::DeadlineExceededError(absl::StrFormat(
-            "collective #%d waited more than %s for host %d (rank(s) %s)", op_.sequence,
-            absl::FormatDuration(communicator_.timeout_), host_,
-            absl::StrJoin(communicator_.topology_->ranks_of_host[host_], ",")));
-      }
-      state_->finished.WaitForNotification();
+absl::Status Communicator::ReduceRanksIntoStaging(const Work& work, uint64_t length) {
+  const neuron_rtd_collective_op& op = work[0].op.op;
+  const uint64_t element_bytes = neuron_rtd_dtype_bytes(op.dtype);
+  staging_.resize(length);
+  operand_.resize(work.size() > 1 ? length : 0);
+  for (size_t i = 0; i < work.size() && length > 0; ++i) {
+    uint8_t* into = i == 0 ? staging_.data() : operand_.data();
+    if (absl::Status read =
+            work[i].op.send.device->CopyDeviceToHost(into, work[i].op.send.address, length);
+        !read.ok()) {
+      return read;
     }
-    return state_->status.ok() ? state_->error : state_->status;
+    if (i > 0) {
+      ReduceOnHost(ReduceOpOfWire(op.reduce_op), ElementTypeOfDtype(op.dtype), staging_.data(),
+                   operand_.data(), length / element_bytes);
+    }
   }
-
- private:
-  // Written under the mailbox's lock (take) or before `finished`.
-  struct State {
-    uint64_t received = 0;
-    absl::Status error;
-    absl::Status status;
-    absl::Notification finished;
-  };
-  Communicator& communicator_;
-  const uint32_t host_;
-  const neuron_rtd_collective_op op_;
-  const MailKey key_;
-  const std::shared_ptr<State> state_;
-};
+  return absl::OkStatus();
+}
 
 absl::Status Communicator::Exchange(const Work& work) {
   const HostTopology& topology = *topology_;
@@ -177,48 +129,12 @@ absl::Status Communicator::Exchange(const Work& work) {
     }
     return nullptr;
   };
-  // The host's ranks' inputs of `length` bytes, reduced on the host.
-  auto reduce_locally = [&](Scratch& staging, uint64_t length) -> absl::Status {
-    staging.resize(length);
-    Scratch& operand = operand_;
-    operand.resize(work.size() > 1 ? length : 0);
-    for (size_t i = 0; i < work.size(); ++i) {
-      uint8_t* into = i == 0 ? staging.data() : operand.data();
-      if (length == 0) break;
-      if (absl::Status read =
-              work[i].op.send.device->CopyDeviceToHost(into, work[i].op.send.address, length);
-          !read.ok()) {
-        return read;
-      }
-      if (i > 0) ReduceOnHost(reduce, type, staging.data(), operand.data(), length / element_bytes);
-    }
-    return absl::OkStatus();
-  };
   auto write_to = [](const RankBuffer& buffer, const uint8_t* data, uint64_t length) {
     return length == 0 ? absl::OkStatus()
                        : buffer.device->CopyHostToDevice(buffer.address, data, length);
   };
   auto reduce_into = [&](uint8_t* base, uint64_t begin, uint64_t end) {
-    return [base, begin, end, element_bytes, reduce, type](
-               uint64_t offset, std::span<const uint8_t> payload) -> absl::Status {
-      if (!Within(offset, payload.size(), begin, end) || offset % element_bytes != 0 ||
-          payload.size() % element_bytes != 0) {
-        return absl::InvalidArgumentError("a host sent bytes outside its share");
-      }
-      ReduceOnHost(reduce, type, base + offset, payload.data(),
-                   payload.size() / element_bytes);
-      return absl::OkStatus();
-    };
-  };
-  auto copy_into = [](uint8_t* base, uint64_t begin, uint64_t end) {
-    return [base, begin, end](uint64_t offset,
-                                  std::span<const uint8_t> payload) -> absl::Status {
-      if (!Within(offset, payload.size(), begin, end)) {
-        return absl::InvalidArgumentError("a host sent bytes outside its share");
-      }
-      std::memcpy(base + offset, payload.data(), payload.size());
-      return absl::OkStatus();
-    };
+    return ReduceArrivals(base, begin, end, element_bytes, reduce, type);
   };
   // The blocks of `host`'s ranks in a buffer of one block per rank.
   auto blocks_of = [&](uint32_t host, Scratch& staging) {
@@ -241,9 +157,6 @@ absl::Status Communicator::Exchange(const Work& work) {
     };
   };
 
-  // Whether ranges are sent straight from device memory (the fabric view),
-  // which stays allocated while the collective runs.
-  bool send_in_place = false;
   // One step: claims what each host of `from` sends (expected(host) bytes,
   // each piece to use(host)), sends ranges(host) to each host of `to`, then
   // waits for the claims and the sends.
@@ -251,12 +164,12 @@ absl::Status Communicator::Exchange(const Work& work) {
                   const std::vector<uint32_t>& to, auto ranges) -> absl::Status {
     std::vector<std::unique_ptr<Incoming>> incoming;
     for (uint32_t host : from) {
-      incoming.push_back(
-          std::make_unique<Incoming>(*this, host, phase, op, expected(host), use(host)));
+      incoming.push_back(std::make_unique<Incoming>(*this, host, StepId{.phase = phase}, op,
+                                                    expected(host), use(host)));
     }
-    const auto tracker = send_in_place ? std::make_shared<fabric::SendTracker>() : nullptr;
     for (uint32_t host : to) {
-      if (absl::Status sent = SendBytes(host, phase, op, ranges(host), deadline, tracker);
+      if (absl::Status sent =
+              SendBytes(host, StepId{.phase = phase}, op, ranges(host), deadline, nullptr);
           !sent.ok()) {
         return sent;
       }
@@ -264,7 +177,7 @@ absl::Status Communicator::Exchange(const Work& work) {
     for (const auto& each : incoming) {
       if (absl::Status received = each->Wait(deadline); !received.ok()) return received;
     }
-    return tracker != nullptr ? tracker->Wait(deadline) : absl::OkStatus();
+    return absl::OkStatus();
   };
   auto write_to_ranks = [&](const uint8_t* data, uint64_t length) -> absl::Status {
     for (const Arrival& arrival : work) {
@@ -278,74 +191,8 @@ absl::Status Communicator::Exchange(const Work& work) {
 
   Scratch& staging = staging_;
   switch (op.kind) {
-    case NEURON_RTD_COLLECTIVE_ALL_REDUCE: {
-      // The result is built in the first rank's result buffer itself when
-      // the fabric reaches device memory (no staging copies), else on the
-      // host.
-      const RankBuffer& result = work[0].op.recv;
-      uint8_t* base = bytes == 0 ? nullptr : result.device->FabricView(result.address, bytes);
-      send_in_place = base != nullptr;
-      if (base != nullptr) {
-        if (work.size() > 1 || work[0].op.send.device != result.device ||
-            work[0].op.send.address != result.address) {
-          std::vector<const RankOp*> ranks;
-          for (const Arrival& arrival : work) ranks.push_back(&arrival.op);
-          if (absl::Status status = ReduceInto(ranks, 0, result, bytes, /*combine=*/true);
-              !status.ok()) {
-            return status;
-          }
-        }
-      } else {
-        if (absl::Status status = reduce_locally(staging, bytes); !status.ok()) return status;
-        base = staging.data();
-      }
-      // Host g reduces the g-th share of the elements, then sends it to all.
-      const uint64_t per_host = (op.element_count + topology.hosts() - 1) / topology.hosts();
-      auto share = [&](uint32_t host) {
-        const uint64_t begin = std::min<uint64_t>(host * per_host, op.element_count);
-        const uint64_t end = std::min<uint64_t>(begin + per_host, op.element_count);
-        return std::make_pair(begin * element_bytes, end * element_bytes);
-      };
-      // Not a structured binding: lambdas capture these (Clang 14 refuses).
-      const uint64_t my_begin = share(me).first;
-      const uint64_t my_end = share(me).second;
-      auto share_of = [&](uint32_t host) {
-        const auto [begin, end] = share(host);
-        return std::vector<OutgoingRange>{{begin, base + begin, end - begin}};
-      };
-      if (absl::Status status = step(
-              NEURON_RTD_FABRIC_PHASE_REDUCE, others,
-              [&](uint32_t) { return my_end - my_begin; },
-              [&](uint32_t) { return reduce_into(base, my_begin, my_end); }, others, share_of);
-          !status.ok()) {
-        return status;
-      }
-      if (base != nullptr) {
-        FinishOnHost(reduce, type, base + my_begin, (my_end - my_begin) / element_bytes, size_,
-                     op.scale);
-      }
-      if (absl::Status status = step(
-              NEURON_RTD_FABRIC_PHASE_RESULT, others,
-              [&](uint32_t host) { return share(host).second - share(host).first; },
-              [&](uint32_t host) {
-                return copy_into(base, share(host).first, share(host).second);
-              },
-              others, [&](uint32_t) { return share_of(me); });
-          !status.ok()) {
-        return status;
-      }
-      if (base != staging.data()) {
-        for (size_t i = 1; i < work.size(); ++i) {
-          if (absl::Status status = work[i].op.recv.device->CopyDeviceToDevice(
-                  work[i].op.recv.address, *result.device, result.address, bytes);
-              !status.ok()) {
-            return status;
-          }
-        }
-        return absl::OkStatus();
-      }
-      return write_to_ranks(staging.data(), bytes);
-    }
+    case NEURON_RTD_COLLECTIVE_ALL_REDUCE:
+      return AllReduceBetweenHosts(work);
     case NEURON_RTD_COLLECTIVE_BROADCAST: {
       const uint32_t root_host = topology.host_of_rank[op.peer];
       staging.resize(bytes);
@@ -362,7 +209,7 @@ absl::Status Communicator::Exchange(const Work& work) {
       if (absl::Status status = step(
               NEURON_RTD_FABRIC_PHASE_RESULT, root_host == me ? none : std::vector{root_host},
               [&](uint32_t) { return bytes; },
-              [&](uint32_t) { return copy_into(staging.data(), 0, bytes); },
+              [&](uint32_t) { return CopyArrivals(staging.data(), 0, bytes); },
               root_host == me ? others : none,
               [&](uint32_t) {
                 return std::vector<OutgoingRange>{{0, staging.data(), bytes}};
@@ -374,7 +221,7 @@ absl::Status Communicator::Exchange(const Work& work) {
     }
     case NEURON_RTD_COLLECTIVE_REDUCE: {
       const uint32_t root_host = topology.host_of_rank[op.peer];
-      if (absl::Status status = reduce_locally(staging, bytes); !status.ok()) return status;
+      if (absl::Status status = ReduceRanksIntoStaging(work, bytes); !status.ok()) return status;
       if (absl::Status status = step(
               NEURON_RTD_FABRIC_PHASE_REDUCE, root_host == me ? others : none,
               [&](uint32_t) { return bytes; },
@@ -403,7 +250,7 @@ absl::Status Communicator::Exchange(const Work& work) {
               NEURON_RTD_FABRIC_PHASE_RESULT, others,
               [&](uint32_t host) { return bytes * topology.ranks_of_host[host].size(); },
               [&](uint32_t host) {
-                return in_blocks_of(host, copy_into(staging.data(), 0, staging.size()));
+                return in_blocks_of(host, CopyArrivals(staging.data(), 0, staging.size()));
               },
               others, [&](uint32_t) { return blocks_of(me, staging); });
           !status.ok()) {
@@ -412,7 +259,7 @@ absl::Status Communicator::Exchange(const Work& work) {
       return write_to_ranks(staging.data(), staging.size());
     }
     case NEURON_RTD_COLLECTIVE_REDUCE_SCATTER: {
-      if (absl::Status status = reduce_locally(staging, bytes * size_); !status.ok()) {
+      if (absl::Status status = ReduceRanksIntoStaging(work, bytes * size_); !status.ok()) {
         return status;
       }
       if (absl::Status status = step(
@@ -435,7 +282,7 @@ absl::Status Communicator::Exchange(const Work& work) {
     case NEURON_RTD_COLLECTIVE_BARRIER:
       return step(
           NEURON_RTD_FABRIC_PHASE_RESULT, others, [](uint32_t) { return uint64_t{0}; },
-          [&](uint32_t) { return copy_into(staging.data(), 0, 0); }, others,
+          [&](uint32_t) { return CopyArrivals(staging.data(), 0, 0); }, others,
           [](uint32_t) { return std::vector<OutgoingRange>{}; });
     default:
       return absl::InvalidArgumentError(

@@ -112,7 +112,7 @@ absl::StatusOr<std::shared_ptr<Communicator>> CommunicatorRegistry::Join(
       const std::string name = absl::StrFormat("c%d", next_name_++);
       it->second.communicator =
           hosts ? std::make_shared<Communicator>(name, *hosts, router_, operation_timeout,
-                                                 counters_)
+                                                 counters_, options_.host_algorithms)
                 : std::make_shared<Communicator>(name, size, operation_timeout, counters_);
       live_.push_back(it->second.communicator);
       created = true;

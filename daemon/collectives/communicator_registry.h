@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "daemon/collectives/communicator.h"
 #include "daemon/collectives/fabric_router.h"
+#include "daemon/collectives/host_algorithm.h"
 #include "daemon/collectives/host_topology.h"
 
 namespace neuron::rtd::collectives {
@@ -30,6 +31,8 @@ struct RegistryOptions {
   uint32_t max_pending_ids_per_session = 64;
   // How often the watchdog looks for overdue operations.
   absl::Duration watchdog_period = absl::Milliseconds(100);
+  // Of communicators that span hosts ([fabric] recursive_doubling_max_bytes).
+  HostAlgorithmOptions host_algorithms;
 };
 
 class CommunicatorRegistry {

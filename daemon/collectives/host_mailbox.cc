@@ -11,6 +11,7 @@ MailKey KeyOf(const neuron_rtd_fabric_header& header) {
   if (header.type == NEURON_RTD_FABRIC_DATA) {
     key.phase = header.phase;
     key.index = header.index;
+    key.step = header.step;
     if (header.phase == NEURON_RTD_FABRIC_PHASE_POINT_TO_POINT) {
       key.source_rank = header.source_rank;
       key.dest_rank = header.dest_rank;

@@ -32,6 +32,7 @@ struct MailKey {
   uint32_t type = 0;   // enum neuron_rtd_fabric_type
   uint32_t phase = 0;  // enum neuron_rtd_fabric_phase (DATA)
   uint64_t index = 0;
+  uint32_t step = 0;   // the algorithm's step within the phase (DATA)
   uint32_t source_host = 0;
   uint32_t source_rank = 0;  // POINT_TO_POINT
   uint32_t dest_rank = 0;    // POINT_TO_POINT

@@ -148,6 +148,9 @@ struct FabricSettings {
   std::string interface;
   // The libfabric the daemon loads.
   std::string library = "libfabric.so.1";
+  // All-reduces between hosts of at most this many bytes run by recursive
+  // doubling, larger ones by the ring; the same on every host.
+  uint64_t recursive_doubling_max_bytes = 64 << 10;
 };
 
 struct DaemonConfig {

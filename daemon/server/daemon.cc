@@ -191,7 +191,11 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
                                      .max_bytes_per_user = config.executables.max_bytes_per_user}),
       scheduler_(*backend_, CoreQueueOptionsFrom(config.scheduler)),
       fabric_(std::move(fabric)),
-      communicators_(collectives::RegistryOptions{}, fabric_.get()),
+      communicators_(
+          collectives::RegistryOptions{
+              .host_algorithms = {.recursive_doubling_max_bytes =
+                                      config.fabric.recursive_doubling_max_bytes}},
+          fabric_.get()),
       sessions_(SessionConfigFrom(config.session, config.scheduler, std::move(weights_by_uid)),
                 *backend_, scheduler_, memory_),
       listener_(std::move(listener)),

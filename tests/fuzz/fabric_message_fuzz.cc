@@ -3,9 +3,11 @@
 // routed, checked and either used or refused, never crash, write outside
 // the collective's buffers or hang the communicator.
 //
-// Input: byte 0 picks the operation host 0's rank has pending (an
-// all-reduce, all-gather, reduce-scatter, broadcast from host 1's rank, a
-// receive from it, a barrier), byte 1 its element count; then messages, each
+// Input: byte 0 picks the operation host 0's rank has pending (its low six
+// bits: an all-reduce, all-gather, reduce-scatter, broadcast from host 1's
+// rank, a receive from it, a barrier; 0x80: all-reduces average; 0x40:
+// all-reduces run by the ring, else by recursive doubling), byte 1 its
+// element count; then messages, each
 // a little-endian u16 length and that many bytes, routed as if they came
 // off the fabric. Seeds: corpus/fabric_message (make_fabric_seeds.py).
 #include <cstddef>
@@ -70,7 +72,7 @@ neuron_rtd_collective_op Operation(uint8_t pick, uint8_t count) {
   neuron_rtd_collective_op op{};
   op.dtype = NEURON_RTD_DTYPE_FLOAT32;
   op.element_count = count % (kMaxElements + 1);
-  switch (pick % 6) {
+  switch ((pick & 0x3f) % 6) {
     case 0:
       op.kind = NEURON_RTD_COLLECTIVE_ALL_REDUCE;
       op.reduce_op = pick & 0x80 ? NEURON_RTD_REDUCE_AVG : NEURON_RTD_REDUCE_SUM;
@@ -103,8 +105,10 @@ neuron_rtd_collective_op Operation(uint8_t pick, uint8_t count) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   Host& host = TheHost();
+  const collectives::HostAlgorithmOptions algorithms{
+      .recursive_doubling_max_bytes = data[0] & 0x40 ? 0 : uint64_t{1} << 20};
   auto communicator = std::make_shared<collectives::Communicator>(
-      "fuzz", host.topology, host.routers[0].get(), absl::Seconds(5));
+      "fuzz", host.topology, host.routers[0].get(), absl::Seconds(5), nullptr, algorithms);
   if (!host.routers[0]->Register(kGroupKey, communicator).ok()) return 0;
   neuron_rtd_fabric_header hello{};
   hello.magic = NEURON_RTD_FABRIC_MAGIC;
@@ -113,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(hello.group_key, kGroupKey.data(), kGroupKey.size());
   hello.source_host = 1;
   hello.index = host.topology.Fingerprint();
+  hello.total = algorithms.recursive_doubling_max_bytes;
   host.routers[0]->Route({reinterpret_cast<const uint8_t*>(&hello), sizeof(hello)});
   if (!communicator->Join(0, "fuzz", absl::Now() + absl::Seconds(5)).ok()) return 0;
 

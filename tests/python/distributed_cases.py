@@ -93,6 +93,27 @@ def case_collectives(rank, world):
         raise AssertionError("BAND was not refused")
 
 
+def case_all_reduce_sizes(rank, world):
+    """all_reduce on both sides of the daemons' switch from recursive
+    doubling to the ring (64 KiB), exact, and the same bits on every rank."""
+    device = torch.device("neuron")
+    for dtype in (torch.float32, torch.bfloat16, torch.int32):
+        for numel in (1, 5, 32767, 32768, 32769, 300001):
+            mine = (torch.arange(numel, dtype=torch.float64) * 7 + rank * 3) % 13 - 6
+            expected = sum((torch.arange(numel, dtype=torch.float64) * 7 + r * 3) % 13 - 6
+                           for r in range(world))
+            tensor = mine.to(dtype).to(device)
+            dist.all_reduce(tensor)
+            assert torch.equal(tensor.cpu().double(), expected), f"{dtype} {numel}"
+            copies = [torch.empty_like(tensor) for _ in range(world)]
+            dist.all_gather(copies, tensor)
+            for r, copy in enumerate(copies):
+                assert torch.equal(copy.cpu(), tensor.cpu()), f"rank {r} differs: {dtype} {numel}"
+    averaged = torch.full((100000,), float(rank), device=device)
+    dist.all_reduce(averaged, op=dist.ReduceOp.AVG)
+    assert torch.equal(averaged.cpu(), torch.full((100000,), (world - 1) / 2))
+
+
 def case_point_to_point(rank, world):
     device = torch.device("neuron")
     # A ring: every rank sends to the next and receives from the previous in

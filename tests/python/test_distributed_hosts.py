@@ -15,16 +15,20 @@ from test_distributed import CASES, free_port
 FABRIC = ["--fabric-provider", "tcp;ofi_rxm", "--fabric-interface", "lo"]
 
 
-@pytest.fixture
-def two_hosts(own_daemon, daemon_device_config, tmp_path):
+def start_hosts(count, own_daemon, daemon_device_config, tmp_path):
     addresses = []
-    for host in ("host0", "host1"):
-        directory = tmp_path / host
+    for host in range(count):
+        directory = tmp_path / f"host{host}"
         directory.mkdir()
         socket_path = str(directory / "neuron-rtd.sock")
         own_daemon(socket_path, FABRIC, daemon_device_config(str(directory)))
         addresses.append("unix:" + socket_path)
     return addresses
+
+
+@pytest.fixture
+def two_hosts(own_daemon, daemon_device_config, tmp_path):
+    return start_hosts(2, own_daemon, daemon_device_config, tmp_path)
 
 
 def run_across_hosts(addresses, case, ranks_per_host=2):
@@ -42,6 +46,18 @@ def test_every_collective_and_dtype_across_two_hosts(two_hosts):
 
 def test_one_rank_per_host(two_hosts):
     run_across_hosts(two_hosts, "collectives", ranks_per_host=1)
+
+
+def test_all_reduce_by_ring_and_recursive_doubling_across_two_hosts(two_hosts):
+    run_across_hosts(two_hosts, "all_reduce_sizes")
+
+
+def test_three_hosts(own_daemon, daemon_device_config, tmp_path):
+    """Not a power of two: recursive doubling folds the third host in; the
+    ring has three steps each way."""
+    hosts = start_hosts(3, own_daemon, daemon_device_config, tmp_path)
+    run_across_hosts(hosts, "all_reduce_sizes", ranks_per_host=1)
+    run_across_hosts(hosts, "collectives", ranks_per_host=1)
 
 
 def test_point_to_point_all_to_all_gather_scatter_across_hosts(two_hosts):

@@ -51,6 +51,7 @@ parallel_launch_min_us = 0
 provider = "efa"
 interface = "rdmap0s6-rdm"
 library = "/opt/amazon/efa/lib/libfabric.so.1"
+recursive_doubling_max_bytes = 0
 )",
                                                     "full.toml");
   ASSERT_TRUE(config.ok()) << config.status();
@@ -66,6 +67,7 @@ library = "/opt/amazon/efa/lib/libfabric.so.1"
   EXPECT_EQ(config->fabric.provider, "efa");
   EXPECT_EQ(config->fabric.interface, "rdmap0s6-rdm");
   EXPECT_EQ(config->fabric.library, "/opt/amazon/efa/lib/libfabric.so.1");
+  EXPECT_EQ(config->fabric.recursive_doubling_max_bytes, 0u);
   EXPECT_EQ(config->device.nrt_sysfs_root, "/host/sys/devices/virtual/neuron_device");
   EXPECT_EQ(config->sim.preset, "trn2.48xlarge");
   EXPECT_EQ(config->sim.parallel_launch_min_us, 0u);
@@ -242,6 +244,7 @@ TEST(ConfigTest, BadValuesAreRefusedWithReason) {
       {"[server]\nmax_message_bytes = 10\n", "must be between"},
       {"[server]\nshutdown_timeout_ms = -1\n", "must be between 0 and"},
       {"[sim]\nparallel_launch_min_us = 2000000\n", "must be between 0 and 1000000"},
+      {"[fabric]\nrecursive_doubling_max_bytes = -1\n", "must be between 0 and"},
   };
   for (const Case& test_case : cases) {
     absl::StatusOr<DaemonConfig> config = ParseConfig(test_case.toml, "g.toml");

@@ -102,12 +102,14 @@ class CrossHostCommunicatorTest : public ::testing::Test {
     return op;
   }
 
-  // A DATA header of host 1's step `phase` of an all-reduce of `count`
-  // float32 elements, collective #0.
+  // A DATA header of host 1's exchange of a (small) all-reduce of `count`
+  // float32 elements by recursive doubling, collective #0.
   static neuron_rtd_fabric_header AllReduceData(uint64_t count) {
     neuron_rtd_fabric_header header{};
     header.type = NEURON_RTD_FABRIC_DATA;
     header.phase = NEURON_RTD_FABRIC_PHASE_REDUCE;
+    header.step = 1;
+    header.algorithm = NEURON_RTD_FABRIC_ALGORITHM_RECURSIVE_DOUBLING;
     header.kind = NEURON_RTD_COLLECTIVE_ALL_REDUCE;
     header.dtype = NEURON_RTD_DTYPE_FLOAT32;
     header.reduce_op = NEURON_RTD_REDUCE_SUM;
@@ -134,6 +136,74 @@ class CrossHostCommunicatorTest : public ::testing::Test {
                            {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()},
                            absl::InfiniteFuture())
                     .ok());
+  }
+
+  // `count` hosts of one rank each, joined, with endpoints of their own.
+  struct Hosts {
+    std::vector<std::unique_ptr<FabricRouter>> routers;
+    std::vector<std::shared_ptr<Communicator>> communicators;
+  };
+  Hosts JoinHosts(uint32_t count, HostAlgorithmOptions options,
+                  absl::Duration timeout = absl::Seconds(30)) {
+    Hosts hosts;
+    std::vector<std::string> addresses;
+    std::vector<std::vector<uint32_t>> ranks;
+    for (uint32_t host = 0; host < count; ++host) {
+      auto opened = FabricRouter::Open(Loopback());
+      EXPECT_TRUE(opened.ok()) << opened.status();
+      addresses.push_back((*opened)->address());
+      ranks.push_back({host});
+      hosts.routers.push_back(*std::move(opened));
+    }
+    const std::string key(NEURON_RTD_FABRIC_GROUP_KEY_BYTES, 'm');
+    for (uint32_t host = 0; host < count; ++host) {
+      auto topology = MakeHostTopology(host, addresses, ranks, count, key);
+      EXPECT_TRUE(topology.ok()) << topology.status();
+      hosts.communicators.push_back(std::make_shared<Communicator>(
+          "m" + std::to_string(host), *topology, hosts.routers[host].get(), timeout, nullptr,
+          options));
+      EXPECT_TRUE(hosts.routers[host]->Register(key, hosts.communicators[host]).ok());
+    }
+    std::vector<std::thread> joiners;
+    for (uint32_t host = 0; host < count; ++host) {
+      joiners.emplace_back([&hosts, host] {
+        EXPECT_TRUE(hosts.communicators[host]
+                        ->Join(host, "rank " + std::to_string(host),
+                               absl::Now() + absl::Seconds(30))
+                        .ok());
+      });
+    }
+    for (std::thread& joiner : joiners) joiner.join();
+    return hosts;
+  }
+
+  // Each host's rank all-reduces `inputs[host]` (host 0 in place, the
+  // others out of place); returns what each rank got.
+  std::vector<std::vector<float>> AllReduceOn(Hosts& hosts,
+                                              const std::vector<std::vector<float>>& inputs,
+                                              uint64_t sequence, uint32_t reduce) {
+    const size_t count = inputs[0].size();
+    std::vector<RankBuffer> outputs;
+    std::vector<Posted> posted;
+    for (uint32_t host = 0; host < inputs.size(); ++host) {
+      RankBuffer input = Buffer(inputs[host]);
+      outputs.push_back(host == 0 ? input : Buffer(std::vector<float>(count, -1)));
+      Posted post;
+      auto completion = hosts.communicators[host]->Post(
+          host, {RankOp{.op = AllReduce(count, sequence, reduce), .send = input,
+                        .recv = outputs.back()}},
+          [done = post.done] { done->Notify(); });
+      EXPECT_TRUE(completion.ok()) << completion.status();
+      post.completion = *completion;
+      posted.push_back(std::move(post));
+    }
+    std::vector<std::vector<float>> results;
+    for (uint32_t host = 0; host < inputs.size(); ++host) {
+      posted[host].done->WaitForNotification();
+      EXPECT_TRUE(posted[host].completion->status().ok()) << posted[host].completion->status();
+      results.push_back(Read(outputs[host], count));
+    }
+    return results;
   }
 
   std::unique_ptr<hal::Backend> backend_;
@@ -202,7 +272,7 @@ TEST_F(CrossHostCommunicatorTest, BytesOutsideTheSendersShareAreRefused) {
   RankBuffer mine = Buffer({1, 2, 3, 4});
   Posted posted = Post(0, AllReduce(4, 0), mine, mine);
   neuron_rtd_fabric_header header = AllReduceData(4);
-  // Host 0 reduces elements 0-1 (bytes 0-7); this lands at 1 << 40.
+  // The exchange carries bytes 0-15; this lands at 1 << 40.
   header.offset = uint64_t{1} << 40;
   SendAsHostOne(header, std::string(8, '\0'));
   posted.done->WaitForNotification();
@@ -278,6 +348,122 @@ TEST_F(CrossHostCommunicatorTest, HostsGivenDifferentRanksDoNotJoin) {
   EXPECT_THAT(left_joined.message(), HasSubstr("other hosts or ranks"));
   EXPECT_FALSE(right_joined.ok());
   EXPECT_THAT(right_joined.message(), HasSubstr("other hosts or ranks"));
+}
+
+// Integers small enough that every order of summing them is exact.
+std::vector<std::vector<float>> HostInputs(uint32_t hosts, size_t count) {
+  std::vector<std::vector<float>> inputs(hosts, std::vector<float>(count));
+  for (uint32_t host = 0; host < hosts; ++host) {
+    for (size_t i = 0; i < count; ++i) {
+      inputs[host][i] = static_cast<float>((i * 7 + host * 3) % 13) - 6;
+    }
+  }
+  return inputs;
+}
+
+TEST_F(CrossHostCommunicatorTest, RingAndRecursiveDoublingSumOverTwoToFiveHosts) {
+  const HostAlgorithmOptions ring{.recursive_doubling_max_bytes = 0};
+  const HostAlgorithmOptions doubling{.recursive_doubling_max_bytes = uint64_t{1} << 40};
+  for (uint32_t count_of_hosts : {2u, 3u, 4u, 5u}) {
+    for (const HostAlgorithmOptions& options : {ring, doubling}) {
+      SCOPED_TRACE(::testing::Message() << count_of_hosts << " hosts, recursive doubling up to "
+                                        << options.recursive_doubling_max_bytes << " bytes");
+      Hosts hosts = JoinHosts(count_of_hosts, options);
+      uint64_t sequence = 0;
+      // Fewer elements than hosts (empty segments), a few, and (by the
+      // ring, 3 hosts) segments of several pieces, so that pieces are
+      // forwarded before their segment is complete.
+      std::vector<size_t> counts = {1, 7, 1000};
+      if (count_of_hosts == 3 && &options == &ring) counts.push_back((5 << 20) / 4 + 5);
+      for (size_t count : counts) {
+        SCOPED_TRACE(count);
+        const auto inputs = HostInputs(count_of_hosts, count);
+        const auto results =
+            AllReduceOn(hosts, inputs, sequence++, NEURON_RTD_REDUCE_SUM);
+        for (size_t i = 0; i < count; ++i) {
+          float sum = 0;
+          for (const auto& input : inputs) sum += input[i];
+          ASSERT_EQ(results[0][i], sum) << i;
+        }
+        for (uint32_t host = 1; host < count_of_hosts; ++host) {
+          ASSERT_EQ(results[host], results[0]) << "host " << host;
+        }
+      }
+      // The finish (AVG divides by the world) runs once per element.
+      const auto averaged = AllReduceOn(
+          hosts, std::vector<std::vector<float>>(count_of_hosts, std::vector<float>(5, 2.0f)),
+          sequence++, NEURON_RTD_REDUCE_AVG);
+      for (const auto& result : averaged) EXPECT_EQ(result, std::vector<float>(5, 2.0f));
+    }
+  }
+}
+
+TEST_F(CrossHostCommunicatorTest, DaemonsWithDifferentAlgorithmLimitsDoNotJoin) {
+  auto topology = [&](uint32_t host) {
+    return *MakeHostTopology(host, {routers_[0]->address(), routers_[1]->address()}, {{0}, {1}},
+                             2, std::string(NEURON_RTD_FABRIC_GROUP_KEY_BYTES, 'd'));
+  };
+  auto left = std::make_shared<Communicator>("left", topology(0), routers_[0].get(),
+                                             absl::Seconds(20), nullptr,
+                                             HostAlgorithmOptions{.recursive_doubling_max_bytes = 0});
+  auto right = std::make_shared<Communicator>("right", topology(1), routers_[1].get(),
+                                              absl::Seconds(20));
+  ASSERT_TRUE(routers_[0]->Register(topology(0).group_key, left).ok());
+  ASSERT_TRUE(routers_[1]->Register(topology(1).group_key, right).ok());
+  absl::Status right_joined;
+  std::thread joiner(
+      [&] { right_joined = right->Join(1, "rank 1", absl::Now() + absl::Seconds(20)); });
+  const absl::Status left_joined = left->Join(0, "rank 0", absl::Now() + absl::Seconds(20));
+  joiner.join();
+  EXPECT_THAT(left_joined.message(), HasSubstr("recursive_doubling_max_bytes"));
+  EXPECT_THAT(right_joined.message(), HasSubstr("recursive_doubling_max_bytes"));
+}
+
+TEST_F(CrossHostCommunicatorTest, AMessageOfAnotherAlgorithmFailsTheCollective) {
+  JoinBoth();
+  // 128 KiB: past the default limit, so the ring; "host 1" says doubling.
+  const size_t count = 32 << 10;
+  RankBuffer mine = Buffer(std::vector<float>(count, 1));
+  Posted posted = Post(0, AllReduce(count, 0), mine, mine);
+  neuron_rtd_fabric_header header = AllReduceData(count);
+  header.step = 0;
+  SendAsHostOne(header, std::string(16, '\0'));
+  posted.done->WaitForNotification();
+  EXPECT_THAT(posted.completion->status().message(),
+              HasSubstr("host 1 runs it by recursive doubling, this host by ring"));
+}
+
+TEST_F(CrossHostCommunicatorTest, RingBytesSentTwiceAreRefused) {
+  JoinBoth();
+  // Host 0 receives segment 1 (the second half, 1.5 MiB: two pieces) in
+  // the reduce-scatter. The first piece, then part of it again: fewer
+  // bytes than the segment, but more than the piece.
+  const size_t count = (3 << 20) / 4;
+  RankBuffer mine = Buffer(std::vector<float>(count, 1));
+  Posted posted = Post(0, AllReduce(count, 0), mine, mine);
+  neuron_rtd_fabric_header header = AllReduceData(count);
+  header.step = 0;
+  header.algorithm = NEURON_RTD_FABRIC_ALGORITHM_RING;
+  header.offset = count * 2;
+  SendAsHostOne(header, std::string((1 << 20) - sizeof(header), '\0'));
+  SendAsHostOne(header, std::string(64, '\0'));
+  posted.done->WaitForNotification();
+  EXPECT_THAT(posted.completion->status().message(), HasSubstr("arrived twice"));
+}
+
+TEST_F(CrossHostCommunicatorTest, AHostThatNeverIssuesTheCollectiveIsNamedAtTheDeadline) {
+  for (uint64_t count : {4ull, 1ull << 20}) {  // recursive doubling, the ring
+    Hosts hosts = JoinHosts(2, {}, absl::Milliseconds(500));
+    RankBuffer mine = Buffer(std::vector<float>(count, 1));
+    Posted posted;
+    auto completion = hosts.communicators[0]->Post(
+        0, {RankOp{.op = AllReduce(count, 0), .send = mine, .recv = mine}},
+        [done = posted.done] { done->Notify(); });
+    ASSERT_TRUE(completion.ok());
+    posted.done->WaitForNotification();
+    EXPECT_EQ((*completion)->status().code(), absl::StatusCode::kDeadlineExceeded) << count;
+    EXPECT_THAT((*completion)->status().message(), HasSubstr("for host 1 (rank(s) 1)"));
+  }
 }
 
 TEST_F(CrossHostCommunicatorTest, AHostThatNeverJoinsIsNamedAtTheDeadline) {

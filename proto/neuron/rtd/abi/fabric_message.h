@@ -13,12 +13,17 @@
  * 16-byte group key (random, shared by the ranks through the c10d store).
  *  - HELLO: once its ranks of the communicator have joined, a daemon sends
  *    one to every other host and waits for one from each before the ranks'
- *    join returns; no data flows to a daemon before it is ready.
+ *    join returns; no data flows to a daemon before it is ready. `index` is
+ *    the fingerprint of the hosts and ranks the sender was given, `total`
+ *    the largest all-reduce (bytes) it runs by recursive doubling: both must
+ *    be every daemon's.
  *  - DATA: the bytes one host moves to another for collective `index`
  *    (phase says which step of the algorithm), or for the `index`-th send
  *    from `source_rank` to `dest_rank`. The bytes of one (index, phase,
  *    source host) arrive as one or more messages at `offset`s into a buffer
  *    of `total` bytes; at least one message is sent even when total is 0.
+ *    Algorithms of several steps per phase (a ring, recursive doubling)
+ *    number them in `step`; `algorithm` says which one the sender runs.
  *    The collective's description (kind ... scale) lets the receiver check
  *    that every host issued the same collective.
  *  - ABORT: the sender's communicator failed (a rank left, a timeout); the
@@ -30,7 +35,7 @@
 #include <stdint.h>
 
 #define NEURON_RTD_FABRIC_MAGIC 0x4446524eu /* "NRFD" */
-#define NEURON_RTD_FABRIC_VERSION 1u
+#define NEURON_RTD_FABRIC_VERSION 2u
 #define NEURON_RTD_FABRIC_GROUP_KEY_BYTES 16u
 /* The longest ABORT reason a daemon sends. */
 #define NEURON_RTD_FABRIC_MAX_REASON_BYTES 1024u
@@ -51,6 +56,19 @@ enum neuron_rtd_fabric_phase {
   NEURON_RTD_FABRIC_PHASE_POINT_TO_POINT = 3
 };
 
+/* How a collective's data moves between hosts. */
+enum neuron_rtd_fabric_algorithm {
+  /* Each host sends each other host its share in one step. */
+  NEURON_RTD_FABRIC_ALGORITHM_DIRECT = 0,
+  /* All-reduce: a ring reduce-scatter then a ring all-gather, H-1 steps
+   * each, every host sending to the next host only. */
+  NEURON_RTD_FABRIC_ALGORITHM_RING = 1,
+  /* All-reduce of small buffers: log2(H) exchanges of the whole buffer with
+   * the host whose index differs in one bit (hosts past the largest power of
+   * two fold into a partner first: step 0). */
+  NEURON_RTD_FABRIC_ALGORITHM_RECURSIVE_DOUBLING = 2
+};
+
 struct neuron_rtd_fabric_header {
   uint32_t magic;
   uint16_t version;
@@ -61,6 +79,8 @@ struct neuron_rtd_fabric_header {
   uint64_t index;       /* collective number, or the send's per-pair number */
   uint32_t source_rank; /* POINT_TO_POINT: sending rank */
   uint32_t dest_rank;   /* POINT_TO_POINT: receiving rank */
+  uint32_t step;        /* the algorithm's step within the phase */
+  uint32_t algorithm;   /* enum neuron_rtd_fabric_algorithm (DATA) */
   uint64_t offset;      /* of this payload in the (index, phase) buffer */
   uint64_t bytes;       /* payload bytes after the header */
   uint64_t total;       /* bytes of the whole (index, phase) buffer */
@@ -74,7 +94,7 @@ struct neuron_rtd_fabric_header {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(struct neuron_rtd_fabric_header) == 104, "fabric header layout changed");
+static_assert(sizeof(struct neuron_rtd_fabric_header) == 112, "fabric header layout changed");
 #endif
 
 #endif /* NEURON_RTD_ABI_FABRIC_MESSAGE_H_ */
