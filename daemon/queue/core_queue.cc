@@ -310,8 +310,9 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
               "WAIT names stream %d, which this session does not have", wait.stream_id));
         } else if (retired->completed < wait.value) {
           status = retired->failed
-                       ? absl::AbortedError(absl::StrFormat(
-                             "stream %d, waited on until %d, failed", wait.stream_id, wait.value))
+                       ? absl::AbortedError(
+                             absl::StrFormat("stream %d, waited on until %d, failed: %s",
+                                             wait.stream_id, wait.value, retired->failure))
                        : absl::InvalidArgumentError(absl::StrFormat(
                              "stream %d was destroyed at %d, before reaching %d",
                              wait.stream_id, retired->completed, wait.value));
@@ -329,8 +330,9 @@ CoreQueue::Outcome CoreQueue::Execute(const std::shared_ptr<Stream>& stream,
       stream->Consume(header.length, header.sequence);
       Finish(*stream, context, record,
              target_failed && target->completed() < wait.value
-                 ? absl::AbortedError(absl::StrFormat(
-                       "stream %d, waited on until %d, failed", wait.stream_id, wait.value))
+                 ? absl::AbortedError(absl::StrFormat("stream %d, waited on until %d, failed: %s",
+                                                      wait.stream_id, wait.value,
+                                                      target->failure()))
                  : absl::OkStatus());
       return Outcome::kDone;
     }
@@ -545,7 +547,12 @@ void CoreQueue::FailStream(CoreCounters& counters, Stream& stream, ExecutionCont
                                        .op_name = op_name,
                                        .message = message});
   }
-  stream.Fail(sequence, nrt_status);
+  stream.Fail(sequence, nrt_status,
+              op_name.empty()
+                  ? absl::StrFormat("command %d (%s) failed: %s", sequence, OpcodeName(opcode),
+                                    message)
+                  : absl::StrFormat("command %d (%s '%s') failed: %s", sequence,
+                                    OpcodeName(opcode), op_name, message));
   counters.CountCommand(opcode, CommandOutcome::kFailed);
   if (context != nullptr) context->OnCommandDone(stream, /*failed=*/true);
 }

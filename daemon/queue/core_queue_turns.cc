@@ -118,7 +118,8 @@ void CoreQueue::Tidy(const std::vector<SessionStreams>& sessions) {
            stream->framing_lost.load(std::memory_order_acquire))) {
         if (std::shared_ptr<ExecutionContext> context = stream->context()) {
           context->OnStreamRetired(stream->id(), RetiredTimeline{.completed = stream->completed(),
-                                                                  .failed = stream->failed()});
+                                                                  .failed = stream->failed(),
+                                                                  .failure = stream->failure()});
         }
         Detach(*stream);
       }

@@ -58,6 +58,7 @@ struct CommunicatorMembership {
 struct RetiredTimeline {
   uint64_t completed = 0;
   bool failed = false;
+  std::string failure;  // Stream::failure()
 };
 
 // Thread-safety: called from queue threads concurrently with RPC handlers.

@@ -59,11 +59,21 @@ void Stream::CompleteWithOperatorError(uint64_t sequence) {
   Complete(sequence);
 }
 
-void Stream::Fail(uint64_t sequence, int32_t nrt_status) {
-  if (failed_.exchange(true, std::memory_order_acq_rel)) return;
+void Stream::Fail(uint64_t sequence, int32_t nrt_status, std::string why) {
+  {
+    absl::MutexLock lock(&failure_mutex_);
+    if (failed_.load(std::memory_order_relaxed)) return;
+    failure_ = std::move(why);
+    failed_.store(true, std::memory_order_release);
+  }
   std::atomic_ref<int32_t>(slot_->error_status).store(nrt_status, std::memory_order_relaxed);
   std::atomic_ref<uint64_t>(slot_->error_sequence).store(sequence, std::memory_order_release);
   WakeWaiters();
+}
+
+std::string Stream::failure() const {
+  absl::MutexLock lock(&failure_mutex_);
+  return failure_;
 }
 
 void Stream::Consume(uint64_t bytes, uint64_t sequence) {

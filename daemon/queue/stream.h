@@ -6,6 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 #include "daemon/collectives/group_completion.h"
 #include "daemon/queue/execution_context.h"
@@ -43,8 +47,11 @@ class Stream {
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   // Publishes that every command up to `sequence` has finished.
   void Complete(uint64_t sequence);
-  // Marks the stream failed (sticky) at `sequence`; the first failure wins.
-  void Fail(uint64_t sequence, int32_t nrt_status);
+  // Marks the stream failed (sticky) at `sequence`, `why`; the first
+  // failure wins.
+  void Fail(uint64_t sequence, int32_t nrt_status, std::string why);
+  // Why it failed (empty until it has): what a WAIT on it reports.
+  std::string failure() const;
   // The command at `sequence` failed without poisoning the stream (an
   // operator error): counts it for the client, then completes it.
   void CompleteWithOperatorError(uint64_t sequence);
@@ -102,7 +109,10 @@ class Stream {
   const std::weak_ptr<ExecutionContext> context_;
 
   std::atomic<uint64_t> completed_{0};
+  mutable absl::Mutex failure_mutex_;
+  // Set once, before failed_.
   std::atomic<bool> failed_{false};
+  std::string failure_ ABSL_GUARDED_BY(failure_mutex_);
   std::atomic<uint64_t> operator_errors_{0};
   uint64_t head_ = 0;
   uint64_t last_sequence_ = 0;

@@ -314,7 +314,7 @@ bool Session::Close(int32_t nrt_status, const std::string& reason) {
     data_fd_ = -1;
   }
   for (auto& [id, stream] : streams) {
-    stream->Fail(stream->completed() + 1, nrt_status);
+    stream->Fail(stream->completed() + 1, nrt_status, "its session closed");
     absl::StatusOr<queue::CoreQueue*> queue = scheduler_.Queue(stream->core());
     if (queue.ok()) (*queue)->Detach(*stream);
   }

@@ -226,6 +226,24 @@ def case_dead_rank(rank, world):
     raise AssertionError("the collective with a dead peer did not fail")
 
 
+def case_dead_rank_async(rank, world):
+    """The same with async_op=True: the collective runs on the group's
+    communication stream and the caller's stream waits on it; the error the
+    caller's stream reports still names the rank that left."""
+    tensor = torch.ones(4, device="neuron")
+    dist.all_reduce(tensor)
+    torch.neuron.synchronize()
+    if rank == 1:
+        os._exit(0)
+    try:
+        dist.all_reduce(tensor, async_op=True).wait()
+        torch.neuron.synchronize()
+    except RuntimeError as error:
+        assert "rank 1" in str(error) and "left" in str(error), error
+        os._exit(0)
+    raise AssertionError("the async collective with a dead peer did not fail")
+
+
 def case_cpu_only(rank, world):
     """Programs that use only the CPU keep working with torch_neuronx
     installed."""

@@ -41,6 +41,10 @@ def test_a_dead_rank_fails_its_peers_collective_naming_it():
     run_case("dead_rank")
 
 
+def test_a_dead_rank_fails_its_peers_async_collective_naming_it():
+    run_case("dead_rank_async")
+
+
 def test_cpu_only_programs_keep_working_beside_the_neuron_backend():
     run_case("cpu_only")
 

@@ -262,7 +262,7 @@ TEST_F(CoreQueueTest, ASessionKilledMidTurnGivesItsTurnAway) {
   log_.held.WaitForNotification();
   ASSERT_TRUE(queue_->Attach(other_stream).ok());
   // As Session::Close does: the timeline fails, the stream leaves its queue.
-  doomed_stream->Fail(2, NEURON_RTD_STATUS_CLOSED);
+  doomed_stream->Fail(2, NEURON_RTD_STATUS_CLOSED, "its session closed");
   queue_->Detach(*doomed_stream);
   log_.released.Notify();
   AwaitCompletions(6);

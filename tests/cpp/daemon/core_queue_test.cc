@@ -136,6 +136,31 @@ TEST_F(CoreQueueTest, AWaitOnADestroyedStreamThatWasLetGoIsStillAnswered) {
   EXPECT_THAT(session->errors()[0], ::testing::HasSubstr("was destroyed at 1, before reaching 5"));
 }
 
+TEST_F(CoreQueueTest, AWaitOnAFailedStreamSaysWhyThatStreamFailed) {
+  auto session = MakeSession(1);
+  log_.first = false;  // no gate
+  session->errors_expected = true;
+  // Its first command fails it (a WAIT on a stream the session lacks).
+  std::shared_ptr<Stream> failing = MakeStream(session);
+  session->Add(failing);
+  const neuron_rtd_wait_payload nowhere{.stream_id = 999, .value = 1};
+  Append(*failing, NEURON_RTD_OP_WAIT, &nowhere, sizeof(nowhere));
+  ASSERT_TRUE(queue_->Attach(failing).ok());
+  AwaitCompletions(1);
+  ASSERT_TRUE(failing->failed());
+  // A stream ordered after it (as an async collective's event orders the
+  // caller's stream) fails with the cause, not only "it failed".
+  std::shared_ptr<Stream> waiter = MakeStream(session);
+  const neuron_rtd_wait_payload after{.stream_id = failing->id(), .value = 1};
+  Append(*waiter, NEURON_RTD_OP_WAIT, &after, sizeof(after));
+  ASSERT_TRUE(queue_->Attach(waiter).ok());
+  AwaitCompletions(2);
+  ASSERT_EQ(session->errors().size(), 2u);
+  EXPECT_THAT(session->errors()[1],
+              ::testing::AllOf(::testing::HasSubstr("waited on until 1, failed: command 1 (WAIT"),
+                               ::testing::HasSubstr("WAIT names stream 999")));
+}
+
 TEST_F(CoreQueueTest, QueuedCommandsAreCountedFromTheRingAndNeverTrustIt) {
   auto session = MakeSession(1);
   std::shared_ptr<Stream> stream = MakeStream(session);
