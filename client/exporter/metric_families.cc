@@ -156,7 +156,8 @@ void AddCores(const DaemonSnapshot& snapshot, Families& out) {
     for (const auto& [kind_outcome, count] : commands) {
       out.Counter("neuron_core_commands_total",
                   "Commands the core ran, by kind (launch, copy, fill, wait, signal, collective, "
-                  "marker, invalid) and outcome (completed, rejected, failed, abandoned).",
+                  "marker, invalid) and outcome (completed, rejected, failed, timed_out, "
+                  "abandoned).",
                   with({{"kind", kind_outcome.first}, {"outcome", kind_outcome.second}}),
                   static_cast<double>(count));
     }

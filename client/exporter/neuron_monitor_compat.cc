@@ -88,7 +88,7 @@ void AddNeuronMonitorFamilies(const DaemonSnapshot& snapshot, const CpuSample& n
       {"completed", LaunchCount(stats, "completed")},
       {"completed_with_err", failed},
       {"completed_with_num_err", 0},
-      {"timed_out", 0},
+      {"timed_out", LaunchCount(stats, "timed_out")},
       {"incorrect_input", rejected},
       {"failed_to_queue", LaunchCount(stats, "abandoned")},
   }};

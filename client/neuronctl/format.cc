@@ -286,14 +286,16 @@ std::string FormatNanoseconds(uint64_t ns) {
 
 std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores) {
   std::vector<std::vector<std::string>> rows = {
-      {"CORE", "UTIL", "NOW", "COMPLETED", "FAILED", "HOST", "P50", "P99", "MAX"}};
+      {"CORE", "UTIL", "NOW", "COMPLETED", "FAILED", "TIMED OUT", "HOST", "P50", "P99", "MAX"}};
   for (const neuronrt::CoreStats& core : cores) {
-    const bool ran = core.executions_completed + core.executions_failed > 0;
+    const bool ran =
+        core.executions_completed + core.executions_failed + core.executions_timed_out > 0;
     rows.push_back({absl::StrFormat("%d", core.core),
                     absl::StrFormat("%.1f%%", core.utilization * 100),
                     absl::StrFormat("%.0f%%", core.recent_compute_utilization * 100),
                     absl::StrFormat("%d", core.executions_completed),
                     absl::StrFormat("%d", core.executions_failed),
+                    absl::StrFormat("%d", core.executions_timed_out),
                     absl::StrFormat("%d", core.host_executed_launches),
                     ran ? "<" + FormatNanoseconds(core.latency_p50_ns + 1) : "-",
                     ran ? "<" + FormatNanoseconds(core.latency_p99_ns + 1) : "-",
@@ -311,6 +313,7 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
         {"recent_compute_utilization", core.recent_compute_utilization},
         {"executions_completed", core.executions_completed},
         {"executions_failed", core.executions_failed},
+        {"executions_timed_out", core.executions_timed_out},
         {"host_executed_launches", core.host_executed_launches},
         {"busy_ns", core.busy_ns},
         {"latency_p50_ns", core.latency_p50_ns},

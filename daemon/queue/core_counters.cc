@@ -10,6 +10,7 @@ std::string_view CommandOutcomeName(CommandOutcome outcome) {
     case CommandOutcome::kRejected: return "rejected";
     case CommandOutcome::kFailed: return "failed";
     case CommandOutcome::kAbandoned: return "abandoned";
+    case CommandOutcome::kTimedOut: return "timed_out";
   }
   return "unknown";
 }

@@ -23,8 +23,11 @@ enum class CommandOutcome : uint8_t {
   kFailed,
   // Its stream had failed before it ran: drained, never run.
   kAbandoned,
+  // It failed its stream by running out of time (a collective whose peers
+  // did not come; on hardware, an execution the runtime timed out).
+  kTimedOut,
 };
-inline constexpr size_t kCommandOutcomes = 4;
+inline constexpr size_t kCommandOutcomes = 5;
 std::string_view CommandOutcomeName(CommandOutcome outcome);
 
 // Which engine a command's time is charged to: copies (and large fills) to

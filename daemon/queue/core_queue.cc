@@ -531,12 +531,15 @@ void CoreQueue::Settle(CoreCounters& counters, Stream& stream, ExecutionContext&
     return;
   }
   FailStream(counters, stream, &context, record.header.sequence, rtd::NrtStatusFor(status.code()),
-             record.header.opcode, record.op_name, std::string(status.message()));
+             record.header.opcode, record.op_name, std::string(status.message()),
+             status.code() == absl::StatusCode::kDeadlineExceeded ? CommandOutcome::kTimedOut
+                                                                  : CommandOutcome::kFailed);
 }
 
 void CoreQueue::FailStream(CoreCounters& counters, Stream& stream, ExecutionContext* context,
                            uint64_t sequence, int32_t nrt_status, uint16_t opcode,
-                           const std::string& op_name, const std::string& message) {
+                           const std::string& op_name, const std::string& message,
+                           CommandOutcome outcome) {
   // The details are recorded before the failure is published: a client that
   // sees the failure asks for them at once.
   if (context != nullptr && !stream.failed()) {
@@ -553,7 +556,7 @@ void CoreQueue::FailStream(CoreCounters& counters, Stream& stream, ExecutionCont
                                     message)
                   : absl::StrFormat("command %d (%s '%s') failed: %s", sequence,
                                     OpcodeName(opcode), op_name, message));
-  counters.CountCommand(opcode, CommandOutcome::kFailed);
+  counters.CountCommand(opcode, outcome);
   if (context != nullptr) context->OnCommandDone(stream, /*failed=*/true);
 }
 

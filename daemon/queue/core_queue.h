@@ -210,9 +210,12 @@ class CoreQueue {
   // Hands a finished PROFILE record's timestamps to its session.
   void ReportProfiled(Stream& stream, ExecutionContext& context, const DecodedRecord& record,
                       bool failed, const hal::Executable* launched);
+  // Fails the stream at `sequence` (its first failure wins) and counts the
+  // command with `outcome`.
   void FailStream(CoreCounters& counters, Stream& stream, ExecutionContext* context,
                   uint64_t sequence, int32_t nrt_status, uint16_t opcode,
-                  const std::string& op_name, const std::string& message);
+                  const std::string& op_name, const std::string& message,
+                  CommandOutcome outcome = CommandOutcome::kFailed);
 
   // Sets `*launched` to the executable it dispatched, if any.
   absl::Status Launch(ExecutionContext& context, const LaunchCommand& launch,

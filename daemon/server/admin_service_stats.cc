@@ -88,6 +88,7 @@ void AdminService::FillCoreStats(uint32_t core, const queue::CoreQueue::Stats& s
   out->set_executions_completed(counters.CountWithOutcome(queue::CommandOutcome::kCompleted));
   out->set_executions_failed(counters.CountWithOutcome(queue::CommandOutcome::kRejected) +
                              counters.CountWithOutcome(queue::CommandOutcome::kFailed));
+  out->set_executions_timed_out(counters.CountWithOutcome(queue::CommandOutcome::kTimedOut));
   out->set_busy_ns(counters.busy_total_ns());
   out->set_compute_busy_ns(counters.busy_ns[static_cast<size_t>(queue::CoreEngine::kCompute)]);
   out->set_dma_busy_ns(counters.busy_ns[static_cast<size_t>(queue::CoreEngine::kDma)]);

@@ -19,8 +19,9 @@ struct CommandCount {
   // "invalid" (records the daemon refused to decode).
   std::string kind;
   // "completed", "rejected" (the operator refused its arguments; the stream
-  // went on), "failed" (it failed its stream), "abandoned" (its stream had
-  // failed before it ran).
+  // went on), "failed" (it failed its stream), "timed_out" (it failed its
+  // stream by running out of time), "abandoned" (its stream had failed
+  // before it ran).
   std::string outcome;
   uint64_t count = 0;
 };
@@ -32,6 +33,9 @@ struct CoreStats {
   double utilization = 0;
   uint64_t executions_completed = 0;
   uint64_t executions_failed = 0;
+  // Commands that failed their stream by running out of time (collectives
+  // whose peers did not come in time).
+  uint64_t executions_timed_out = 0;
   // Engine time since the daemon started, cumulative.
   uint64_t busy_ns = 0;
   // The share of about the last second the compute engine was busy, 0 to 1.

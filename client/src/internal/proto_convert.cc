@@ -164,6 +164,7 @@ CoreStats FromProto(const v1::CoreStats& core) {
                   .utilization = core.utilization(),
                   .executions_completed = core.executions_completed(),
                   .executions_failed = core.executions_failed(),
+                  .executions_timed_out = core.executions_timed_out(),
                   .busy_ns = core.busy_ns(),
                   .recent_compute_utilization = core.recent_compute_utilization(),
                   .host_executed_launches = core.host_executed_launches(),

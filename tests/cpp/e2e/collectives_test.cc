@@ -260,6 +260,21 @@ TEST_F(CollectivesTest, AnOperationWhosePeerNeverComesTimesOutNamingTheRank) {
   auto later = ranks[1].stream->Collective(ranks[1].handle, {&own, 1});
   ASSERT_TRUE(later.ok());
   EXPECT_THAT(ranks[1].stream->Synchronize().message(), HasSubstr("timed out"));
+  // Counted as timed out, apart from other failures.
+  auto stats = Admin()->GetStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  uint64_t timed_out = 0;
+  uint64_t collectives_timed_out = 0;
+  for (const neuronrt::CoreStats& core : stats->cores) {
+    timed_out += core.executions_timed_out;
+    for (const neuronrt::CommandCount& count : core.commands) {
+      if (count.kind == "collective" && count.outcome == "timed_out") {
+        collectives_timed_out += count.count;
+      }
+    }
+  }
+  EXPECT_EQ(timed_out, 2u);
+  EXPECT_EQ(collectives_timed_out, 2u);
 }
 
 TEST_F(CollectivesTest, BuffersOfAnotherSessionAndUnknownHandlesAreRefused) {
