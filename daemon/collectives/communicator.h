@@ -7,12 +7,13 @@
 // them; sends and receives match per (sender, receiver) pair, the k-th send
 // with the k-th receive. When the last rank of a collective arrives (or the
 // second side of a send/receive), the thread that posted it moves the data
-// and completes every participant's group.
+// (communicator_move.cc) and completes every participant's group.
 //
 // Across hosts (a HostTopology): this daemon holds the ranks of its host;
 // once they have all arrived at a collective, the communicator's exchange
 // thread runs the collective's steps between the hosts' daemons over the
-// fabric (communicator_cross_host.cc, communicator_exchange.cc),
+// fabric (communicator_cross_host.cc, communicator_exchange.cc,
+// communicator_all_reduce.cc),
 // collectives one at a time in their issue order; sends to and receives from other hosts' ranks move through
 // the fabric as they come.
 //
