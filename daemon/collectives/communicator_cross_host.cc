@@ -325,13 +325,14 @@ void Communicator::RunExchanges() {
     if (!overdue.ok()) AfterAbort(overdue, failed, /*tell_hosts=*/true);
     if (work.empty()) continue;
     const absl::Status status = Exchange(work);
-    const uint32_t kind = work[0].op.op.kind;
-    Finish(work, status);
+    // Aborted before the ranks hear of the failure, so that what they issue
+    // next fails at once rather than waiting for hosts that have given up.
     if (!status.ok()) {
       Abort(absl::Status(status.code(), absl::StrFormat("communicator %s, %s: %s", name_,
-                                                        CollectiveKindName(kind),
+                                                        CollectiveKindName(work[0].op.op.kind),
                                                         status.message())));
     }
+    Finish(work, status);
   }
 }
 }  // namespace neuron::rtd::collectives
