@@ -5,14 +5,12 @@
 #include <algorithm>
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace neuron_device_plugin {
 namespace {
 
-constexpr std::string_view kDeviceIdPrefix = "nc-";
 constexpr size_t kMaxGrantIdBytes = 63;
 
 // Runs of consecutive cores: {first, last}.
@@ -58,34 +56,6 @@ std::vector<uint32_t> Pick(const std::vector<uint32_t>& cores, size_t count) {
 }
 
 }  // namespace
-
-std::string CoreDeviceId(uint32_t core) { return absl::StrFormat("nc-%d", core); }
-
-absl::StatusOr<uint32_t> CoreOfDeviceId(std::string_view id) {
-  uint32_t core = 0;
-  if (!id.starts_with(kDeviceIdPrefix) ||
-      !absl::SimpleAtoi(absl::string_view(id.data() + kDeviceIdPrefix.size(),
-                                          id.size() - kDeviceIdPrefix.size()),
-                        &core) ||
-      CoreDeviceId(core) != id) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "device ID \"%s\" is not one of neuron-rtd-device-plugin's (nc-<core>)",
-        std::string(id.substr(0, 64))));
-  }
-  return core;
-}
-
-absl::StatusOr<std::vector<uint32_t>> CoresOfDeviceIds(const std::vector<std::string>& ids) {
-  std::vector<uint32_t> cores;
-  for (const std::string& id : ids) {
-    absl::StatusOr<uint32_t> core = CoreOfDeviceId(id);
-    if (!core.ok()) return core.status();
-    cores.push_back(*core);
-  }
-  std::sort(cores.begin(), cores.end());
-  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
-  return cores;
-}
 
 std::string CoreRanges(const std::vector<uint32_t>& cores) { return RunsText(cores, ","); }
 

@@ -1,5 +1,4 @@
-// The device plugin's decisions, apart from gRPC: device IDs of cores, which
-// cores to prefer for a pod, the grant that serves an allocation and what
+// The device plugin's decisions, apart from gRPC: which cores to prefer for a pod, the grant that serves an allocation and what
 // the container receives.
 #ifndef NEURON_RTD_DEVICE_PLUGIN_ALLOCATION_H_
 #define NEURON_RTD_DEVICE_PLUGIN_ALLOCATION_H_
@@ -14,13 +13,6 @@
 #include "neuronrt/device_info.h"
 
 namespace neuron_device_plugin {
-
-// A core's device ID for the kubelet: "nc-<host-wide core index>".
-std::string CoreDeviceId(uint32_t core);
-// INVALID_ARGUMENT for an ID that is not one of ours.
-absl::StatusOr<uint32_t> CoreOfDeviceId(std::string_view id);
-// Sorted, without duplicates.
-absl::StatusOr<std::vector<uint32_t>> CoresOfDeviceIds(const std::vector<std::string>& ids);
 
 // "4-7", "0,2,4-5": the NEURON_RT_VISIBLE_CORES form of sorted cores.
 std::string CoreRanges(const std::vector<uint32_t>& cores);

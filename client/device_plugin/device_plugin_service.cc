@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "client/device_plugin/allocation.h"
+#include "client/k8s/core_device_ids.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace neuron_device_plugin {
@@ -36,7 +37,7 @@ void DevicePluginService::Refresh() {
   for (const neuronrt::DeviceInfo& device : topology_) {
     for (uint32_t core : device.cores) {
       v1beta1::Device* entry = listed.add_devices();
-      entry->set_id(CoreDeviceId(core));
+      entry->set_id(neuron_k8s::CoreDeviceId(core));
       const bool healthy = devices.ok() && health->serving() && !device.core_faults.contains(core);
       entry->set_health(healthy ? kHealthy : kUnhealthy);
     }
@@ -96,10 +97,10 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
   }
   for (const v1beta1::ContainerPreferredAllocationRequest& container :
        request->container_requests()) {
-    absl::StatusOr<std::vector<uint32_t>> available = CoresOfDeviceIds(
+    absl::StatusOr<std::vector<uint32_t>> available = neuron_k8s::CoresOfDeviceIds(
         {container.available_deviceids().begin(), container.available_deviceids().end()});
     if (!available.ok()) return ToGrpc(available.status());
-    absl::StatusOr<std::vector<uint32_t>> must = CoresOfDeviceIds(
+    absl::StatusOr<std::vector<uint32_t>> must = neuron_k8s::CoresOfDeviceIds(
         {container.must_include_deviceids().begin(), container.must_include_deviceids().end()});
     if (!must.ok()) return ToGrpc(must.status());
     if (container.allocation_size() < 0 ||
@@ -111,7 +112,7 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
     v1beta1::ContainerPreferredAllocationResponse* out = response->add_container_responses();
     for (uint32_t core : PreferredCores(topology, *available, *must,
                                         static_cast<size_t>(container.allocation_size()))) {
-      out->add_deviceids(CoreDeviceId(core));
+      out->add_deviceids(neuron_k8s::CoreDeviceId(core));
     }
   }
   return grpc::Status::OK;
@@ -120,7 +121,7 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
 absl::StatusOr<neuronrt::GrantInfo> DevicePluginService::EnsureGrant(
     const google::protobuf::RepeatedPtrField<std::string>& device_ids) {
   absl::StatusOr<std::vector<uint32_t>> cores =
-      CoresOfDeviceIds({device_ids.begin(), device_ids.end()});
+      neuron_k8s::CoresOfDeviceIds({device_ids.begin(), device_ids.end()});
   if (!cores.ok()) return cores.status();
   if (cores->empty()) return absl::InvalidArgumentError("no devices to allocate");
   std::vector<neuronrt::DeviceInfo> topology;

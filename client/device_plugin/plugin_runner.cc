@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_format.h"
 #include "client/device_plugin/allocation.h"
+#include "client/k8s/pod_resources.h"
 #include "grpcpp/grpcpp.h"
-#include "k8s/podresources/v1/api.grpc.pb.h"
 
 namespace neuron_device_plugin {
 namespace {
@@ -103,27 +103,16 @@ bool PluginRunner::KubeletRestarted() const {
 
 void PluginRunner::CollectGrants() {
   if (options_.pod_resources_socket.empty() || InodeOf(options_.pod_resources_socket) == 0) return;
-  auto lister = v1::PodResourcesLister::NewStub(grpc::CreateChannel(
-      "unix:" + options_.pod_resources_socket, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  SetDeadline(context);
-  v1::ListPodResourcesResponse pods;
-  if (grpc::Status status = lister->List(&context, v1::ListPodResourcesRequest(), &pods);
-      !status.ok()) {
+  absl::StatusOr<std::vector<neuron_k8s::ContainerCores>> held = neuron_k8s::ListContainerCores(
+      options_.pod_resources_socket, options_.resource_name, kKubeletCallTimeout);
+  if (!held.ok()) {
     // Nothing is deleted on what cannot be seen.
-    Log("cannot list the pods' resources: " + status.error_message());
+    Log("cannot list the pods' resources: " + std::string(held.status().message()));
     return;
   }
   std::set<std::string> in_use;
-  for (const v1::PodResources& pod : pods.pod_resources()) {
-    for (const v1::ContainerResources& container : pod.containers()) {
-      for (const v1::ContainerDevices& devices : container.devices()) {
-        if (devices.resource_name() != options_.resource_name) continue;
-        absl::StatusOr<std::vector<uint32_t>> cores =
-            CoresOfDeviceIds({devices.device_ids().begin(), devices.device_ids().end()});
-        if (cores.ok() && !cores->empty()) in_use.insert(GrantIdFor(*cores));
-      }
-    }
+  for (const neuron_k8s::ContainerCores& container : *held) {
+    in_use.insert(GrantIdFor(container.cores));
   }
   absl::StatusOr<std::vector<neuronrt::GrantInfo>> grants = daemon_.ListGrants();
   if (!grants.ok()) return;

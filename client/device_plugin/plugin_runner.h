@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/device_plugin/device_plugin_service.h"
+#include "client/k8s/core_device_ids.h"
 #include "grpcpp/server.h"
 #include "neuronrt/client.h"
 
@@ -26,7 +27,7 @@ struct PluginOptions {
   std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
   // The plugin's socket, a file name in kubelet_dir.
   std::string endpoint = "neuron-rtd-neuroncore.sock";
-  std::string resource_name = "aws.amazon.com/neuroncore";
+  std::string resource_name = neuron_k8s::kDefaultCoreResourceName;
   // The kubelet's pod-resources socket; empty: no grant is ever deleted.
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   // How often health, registration and grants are looked at.

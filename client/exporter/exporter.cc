@@ -1,5 +1,6 @@
 #include "client/exporter/exporter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -7,10 +8,14 @@
 #include "absl/strings/str_format.h"
 #include "client/exporter/daemon_snapshot.h"
 #include "client/exporter/metric_families.h"
+#include "client/k8s/pod_resources.h"
 #include "prometheus/text_serializer.h"
 
 namespace neuron_exporter {
 namespace {
+
+// The kubelet answers from memory; a slow answer should not hold the scrape.
+constexpr absl::Duration kPodResourcesTimeout = absl::Seconds(2);
 
 double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -37,6 +42,24 @@ void Exporter::Forget(const absl::Status& status) {
   if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) client_.reset();
 }
 
+void Exporter::RefreshCoreHolders() {
+  absl::StatusOr<std::vector<neuron_k8s::ContainerCores>> held = neuron_k8s::ListContainerCores(
+      options_.pod_resources_socket, options_.resource_name,
+      std::min(options_.daemon_timeout, kPodResourcesTimeout));
+  if (!held.ok()) {
+    ++pod_resources_errors_;
+    return;
+  }
+  core_holders_.clear();
+  for (const neuron_k8s::ContainerCores& container : *held) {
+    for (uint32_t core : container.cores) {
+      core_holders_[core] = {.pod = container.pod,
+                             .pod_namespace = container.pod_namespace,
+                             .container = container.container};
+    }
+  }
+}
+
 std::string Exporter::Scrape() {
   absl::MutexLock lock(&mutex_);
   Families families(options_.labels);
@@ -52,7 +75,10 @@ std::string Exporter::Scrape() {
   families.Gauge("neuron_rtd_daemon_up",
                  "1 when the exporter's last scrape reached neuron-rtd, 0 when it could not.", {},
                  snapshot.ok() ? 1 : 0);
+  const bool pod_labels = !options_.pod_resources_socket.empty();
+  if (pod_labels) RefreshCoreHolders();
   if (snapshot.ok()) {
+    if (pod_labels) snapshot->core_holders = core_holders_;
     AddDaemonFamilies(*snapshot, FamilyOptions{.per_session = options_.per_session}, families);
     if (options_.neuron_monitor_compat) {
       const CpuSample now{.monotonic_seconds = started,
@@ -70,6 +96,12 @@ std::string Exporter::Scrape() {
   families.Counter("neuron_rtd_exporter_scrape_errors_total",
                    "Scrapes that could not reach neuron-rtd or were refused.", {},
                    static_cast<double>(scrape_errors_));
+  if (pod_labels) {
+    families.Counter("neuron_rtd_exporter_pod_resources_errors_total",
+                     "Scrapes whose question to the kubelet's pod resources failed (the "
+                     "previous answer labelled the cores).",
+                     {}, static_cast<double>(pod_resources_errors_));
+  }
   return prometheus::TextSerializer().Serialize(std::move(families).Take());
 }
 

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "client/exporter/families.h"
 #include "client/exporter/neuron_monitor_compat.h"
+#include "client/k8s/core_device_ids.h"
 #include "neuronrt/client.h"
 
 namespace neuron_exporter {
@@ -29,6 +30,11 @@ struct ExporterOptions {
   bool neuron_monitor_compat = false;
   // Series per session (cardinality grows with sessions).
   bool per_session = false;
+  // The kubelet's pod-resources socket: when set, per-core series carry the
+  // pod, namespace and container that hold the core (as the device plugin
+  // allocated it under `resource_name`).
+  std::string pod_resources_socket;
+  std::string resource_name = neuron_k8s::kDefaultCoreResourceName;
   // Added to every series (e.g. instance_type, cluster).
   Labels labels;
   // Deadline of each call to the daemon.
@@ -58,6 +64,10 @@ class Exporter {
   // A failed call drops the client, so that the next scrape reconnects at
   // once instead of waiting out gRPC's reconnection backoff.
   void Forget(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Asks the kubelet which pod holds each core. When it cannot answer, the
+  // last answer stands (labels that came and went with each failed call
+  // would start new series) and the error is counted.
+  void RefreshCoreHolders() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const ExporterOptions options_;
   const std::function<double()> monotonic_seconds_;
@@ -65,6 +75,8 @@ class Exporter {
   std::unique_ptr<neuronrt::Client> client_ ABSL_GUARDED_BY(mutex_);
   std::optional<CpuSample> previous_cpu_ ABSL_GUARDED_BY(mutex_);
   uint64_t scrape_errors_ ABSL_GUARDED_BY(mutex_) = 0;
+  CoreHolders core_holders_ ABSL_GUARDED_BY(mutex_);
+  uint64_t pod_resources_errors_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace neuron_exporter

@@ -15,10 +15,10 @@ namespace {
 
 // Labels the exporter's own series carry: a constant label of the same
 // name would make duplicate label names.
-constexpr std::array<std::string_view, 17> kReservedLabels = {
+constexpr std::array<std::string_view, 20> kReservedLabels = {
     "neuroncore", "neuron_device_index", "engine", "kind", "outcome", "reason", "mode",
     "state", "version", "backend", "category", "session_id", "pid", "uid", "client",
-    "runtime_tag", "le"};
+    "runtime_tag", "le", "pod", "namespace", "container"};
 
 bool ValidLabelName(std::string_view name) {
   if (name.empty() || name.starts_with("__")) return false;
@@ -105,10 +105,15 @@ absl::StatusOr<ExporterOptions> LoadExporterConfig(const std::string& path,
   if (exporter == nullptr) return base;
   for (const auto& [key, node] : *exporter) {
     const std::string_view name = key.str();
-    if (name == "address" || name == "listen") {
+    if (name == "address" || name == "listen" || name == "pod_resources_socket" ||
+        name == "resource_name") {
       const std::optional<std::string> value = node.value<std::string>();
       if (!value) return Invalid(path, name, "expected a string");
-      (name == "address" ? base.address : base.listen) = *value;
+      if (name == "resource_name" && value->empty()) return Invalid(path, name, "is empty");
+      (name == "address"                ? base.address
+       : name == "listen"               ? base.listen
+       : name == "pod_resources_socket" ? base.pod_resources_socket
+                                        : base.resource_name) = *value;
     } else if (name == "neuron_monitor_compat" || name == "per_session_metrics") {
       const std::optional<bool> value = node.value<bool>();
       if (!value) return Invalid(path, name, "expected true or false");
@@ -134,7 +139,8 @@ absl::StatusOr<ExporterOptions> LoadExporterConfig(const std::string& path,
     } else {
       return Invalid(path, name,
                      "unknown key (known: address, listen, neuron_monitor_compat, "
-                     "per_session_metrics, daemon_timeout_ms, labels)");
+                     "per_session_metrics, daemon_timeout_ms, pod_resources_socket, "
+                     "resource_name, labels)");
     }
   }
   if (absl::StatusOr<ListenAddress> listen = ParseListenAddress(base.listen); !listen.ok()) {

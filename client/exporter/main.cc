@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   bool compat = false;
   bool per_session = false;
   std::vector<std::string> labels;
+  std::string pod_resources_socket;
+  std::string resource_name;
   app.add_option("--config", config_path, "TOML file with an [exporter] table");
   app.add_option("--address", address,
                  "the daemon, unix:PATH (default: $NEURON_RTD_ADDRESS, then the default socket)");
@@ -47,6 +49,12 @@ int main(int argc, char** argv) {
   app.add_flag("--per-session-metrics", per_session,
                "also serve series per session (one set of series per session)");
   app.add_option("--label", labels, "NAME=VALUE added to every series (repeatable)");
+  app.add_option("--pod-resources-socket", pod_resources_socket,
+                 "the kubelet's pod-resources socket: label per-core series with the pod, "
+                 "namespace and container holding the core (e.g. "
+                 "/var/lib/kubelet/pod-resources/kubelet.sock)");
+  app.add_option("--resource-name", resource_name,
+                 "the device plugin's resource (default aws.amazon.com/neuroncore)");
   app.set_version_flag("--version", std::string("neuron-rtd-exporter ") + NEURON_RTD_VERSION);
   CLI11_PARSE(app, argc, argv);
 
@@ -59,6 +67,8 @@ int main(int argc, char** argv) {
   }
   if (!address.empty()) options.address = address;
   if (!listen.empty()) options.listen = listen;
+  if (!pod_resources_socket.empty()) options.pod_resources_socket = pod_resources_socket;
+  if (!resource_name.empty()) options.resource_name = resource_name;
   options.neuron_monitor_compat |= compat;
   options.per_session |= per_session;
   for (const std::string& label : labels) {

@@ -125,9 +125,15 @@ void AddCores(const DaemonSnapshot& snapshot, Families& out) {
   const std::map<uint32_t, uint32_t> device_of = DeviceOfCore(snapshot.devices);
   for (const neuronrt::CoreStats& core : snapshot.stats.cores) {
     const auto device = device_of.find(core.core);
-    const Labels labels = {
+    Labels labels = {
         {"neuroncore", Str(core.core)},
         {"neuron_device_index", device == device_of.end() ? "" : Str(device->second)}};
+    if (auto holder = snapshot.core_holders.find(core.core);
+        holder != snapshot.core_holders.end()) {
+      labels.insert(labels.end(), {{"pod", holder->second.pod},
+                                   {"namespace", holder->second.pod_namespace},
+                                   {"container", holder->second.container}});
+    }
     auto with = [&labels](Labels more) {
       Labels all = labels;
       all.insert(all.end(), more.begin(), more.end());

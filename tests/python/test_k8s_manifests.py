@@ -66,6 +66,11 @@ def test_the_exporter_serves_the_port_its_pod_monitor_scrapes():
     flags = {arg.split("=")[0][2:] for arg in container["args"]}
     assert flags <= source_flags("client/exporter/main.cc")
     assert f"--address={SOCKET}" in container["args"]
+    # Per-core series carry the pod: the kubelet's pod resources are mounted.
+    pod_resources = "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"
+    assert pod_resources in container["args"]
+    mounts = {mount["mountPath"] for mount in container["volumeMounts"]}
+    assert "/var/lib/kubelet/pod-resources" in mounts
     (port,) = container["ports"]
     assert "--listen=:%d" % port["containerPort"] in container["args"]
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]

@@ -4,10 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "client/device_plugin/allocation.h"
+#include "client/k8s/core_device_ids.h"
 
 namespace neuron_device_plugin {
 namespace {
 
+using ::neuron_k8s::CoreDeviceId;
+using ::neuron_k8s::CoreOfDeviceId;
+using ::neuron_k8s::CoresOfDeviceIds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

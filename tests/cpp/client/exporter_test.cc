@@ -152,6 +152,25 @@ TEST(ExporterFamiliesTest, PerSessionSeriesOnlyWhenAskedFor) {
   EXPECT_THAT(with, HasSubstr(R"(client="train \"a\".py")"));
 }
 
+TEST(ExporterFamiliesTest, ACoreAPodHoldsCarriesThePodOnEveryPerCoreSeries) {
+  DaemonSnapshot snapshot = Snapshot();
+  snapshot.core_holders[1] = {.pod = "train-0", .pod_namespace = "ml", .container = "worker"};
+  const std::string text = Render(snapshot, /*per_session=*/false, /*compat=*/false);
+  const std::string held =
+      R"(neuroncore="1",neuron_device_index="0",pod="train-0",namespace="ml",container="worker")";
+  for (const char* family :
+       {"neuron_core_busy_seconds_total{", "neuron_core_utilization_ratio{",
+        "neuron_core_commands_total{", "neuron_core_execution_duration_seconds_bucket{",
+        "neuron_core_queued_commands{", "neuron_core_host_executed_launches_total{",
+        "neuron_core_healthy{"}) {
+    EXPECT_THAT(text, HasSubstr(family + held)) << family;
+  }
+  // Cores no pod holds have no pod labels; device series never do.
+  EXPECT_THAT(text, HasSubstr(R"(neuron_core_healthy{neuroncore="0",neuron_device_index="0",cluster="c1"} 1)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(neuron_device_memory_total_bytes{neuron_device_index="0",pod)")));
+  EXPECT_EQ(text.find(R"(pod=")"), text.find(R"(pod="train-0")"));
+}
+
 TEST(ExporterFamiliesTest, NeuronMonitorNamesMapLaunchesAndTheRuntimesCpu) {
   const std::string text = Render(Snapshot(), /*per_session=*/false, /*compat=*/true);
   EXPECT_THAT(text, HasSubstr(R"(execution_status_total{status_type="completed",runtime_tag="neuron-rtd",cluster="c1"} 140)"));
@@ -170,13 +189,18 @@ TEST(ExporterConfigTest, ReadsTheExporterTableAndNamesWhatIsWrong) {
   const std::string path = dir.Join("exporter.toml");
   std::ofstream(path) << "[exporter]\naddress = \"unix:/run/x.sock\"\nlisten = \"[::1]:9000\"\n"
                          "neuron_monitor_compat = true\nper_session_metrics = true\n"
-                         "daemon_timeout_ms = 2500\n[exporter.labels]\ncluster = \"prod\"\n";
+                         "daemon_timeout_ms = 2500\n"
+                         "pod_resources_socket = \"/var/lib/kubelet/pod-resources/kubelet.sock\"\n"
+                         "resource_name = \"example.com/nc\"\n"
+                         "[exporter.labels]\ncluster = \"prod\"\n";
   absl::StatusOr<ExporterOptions> options = LoadExporterConfig(path, {});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->address, "unix:/run/x.sock");
   EXPECT_TRUE(options->neuron_monitor_compat);
   EXPECT_TRUE(options->per_session);
   EXPECT_EQ(options->daemon_timeout, absl::Milliseconds(2500));
+  EXPECT_EQ(options->pod_resources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+  EXPECT_EQ(options->resource_name, "example.com/nc");
   EXPECT_EQ(options->labels, (Labels{{"cluster", "prod"}}));
   absl::StatusOr<ListenAddress> listen = ParseListenAddress(options->listen);
   ASSERT_TRUE(listen.ok());
@@ -190,10 +214,23 @@ TEST(ExporterConfigTest, ReadsTheExporterTableAndNamesWhatIsWrong) {
               HasSubstr("per_session_metrics: expected true or false"));
   std::ofstream(path) << "[exporter]\nlisten = \"localhost\"\n";
   EXPECT_THAT(LoadExporterConfig(path, {}).status().message(), HasSubstr("not HOST:PORT"));
+  std::ofstream(path) << "[exporter]\nresource_name = \"\"\n";
+  EXPECT_THAT(LoadExporterConfig(path, {}).status().message(), HasSubstr("resource_name: is empty"));
   std::ofstream(path) << "[exporter\n";
   EXPECT_THAT(LoadExporterConfig(path, {}).status().message(), HasSubstr(path + ":1:"));
   std::ofstream(path) << "[daemon]\nx = 1\n";
   EXPECT_THAT(LoadExporterConfig(path, {}).status().message(), HasSubstr("unknown table [daemon]"));
+}
+
+TEST(ExporterConfigTest, TheShippedConfigLoadsWithTheDefaults) {
+  absl::StatusOr<ExporterOptions> shipped =
+      LoadExporterConfig(std::string(NEURON_SOURCE_DIR) + "/deploy/neuron-rtd-exporter.toml", {});
+  ASSERT_TRUE(shipped.ok()) << shipped.status();
+  const ExporterOptions defaults;
+  EXPECT_EQ(shipped->listen, defaults.listen);
+  EXPECT_EQ(shipped->pod_resources_socket, defaults.pod_resources_socket);
+  EXPECT_EQ(shipped->resource_name, defaults.resource_name);
+  EXPECT_EQ(shipped->daemon_timeout, defaults.daemon_timeout);
 }
 
 TEST(ExporterConfigTest, ConstantLabelsMustBeValidAndNotTheExportersOwn) {
@@ -203,6 +240,7 @@ TEST(ExporterConfigTest, ConstantLabelsMustBeValidAndNotTheExportersOwn) {
   EXPECT_EQ(labels, (Labels{{"region", "us-east-2"}, {"empty", ""}}));
   EXPECT_THAT(AddConstantLabel("region=x", labels).message(), HasSubstr("given twice"));
   EXPECT_THAT(AddConstantLabel("neuroncore=1", labels).message(), HasSubstr("own series"));
+  EXPECT_THAT(AddConstantLabel("pod=x", labels).message(), HasSubstr("own series"));
   EXPECT_THAT(AddConstantLabel("1abc=1", labels).message(), HasSubstr("not a Prometheus label"));
   EXPECT_THAT(AddConstantLabel("__name__=1", labels).message(), HasSubstr("not a Prometheus"));
   EXPECT_THAT(AddConstantLabel("novalue", labels).message(), HasSubstr("NAME=VALUE"));

@@ -17,9 +17,9 @@
 #include "absl/synchronization/mutex.h"
 #include "e2e/data_plane_fixture.h"
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
-#include "k8s/podresources/v1/api.grpc.pb.h"
 #include "neuronrt/client.h"
 #include "neuronrt/session.h"
+#include "testing/fake_pod_resources.h"
 #include "testing/subprocess.h"
 
 namespace neuron {
@@ -31,20 +31,12 @@ using ::testing::HasSubstr;
 constexpr char kResource[] = "aws.amazon.com/neuroncore";
 constexpr char kEndpoint[] = "neuron-rtd-neuroncore.sock";
 
-class FakeKubelet final : public v1beta1::Registration::Service,
-                          public v1::PodResourcesLister::Service {
+class FakeKubelet final : public v1beta1::Registration::Service {
  public:
   grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* request,
                         v1beta1::Empty*) override {
     absl::MutexLock lock(&mutex_);
     registrations_.push_back(*request);
-    return grpc::Status::OK;
-  }
-
-  grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
-                    v1::ListPodResourcesResponse* response) override {
-    absl::MutexLock lock(&mutex_);
-    *response = pods_;
     return grpc::Status::OK;
   }
 
@@ -59,25 +51,9 @@ class FakeKubelet final : public v1beta1::Registration::Service,
     return registrations_.empty() ? v1beta1::RegisterRequest() : registrations_.back();
   }
 
-  // The pod of `namespace/name` holds these devices of our resource.
-  void SetPods(const std::vector<std::vector<std::string>>& device_sets) {
-    absl::MutexLock lock(&mutex_);
-    pods_.Clear();
-    int index = 0;
-    for (const std::vector<std::string>& ids : device_sets) {
-      v1::PodResources* pod = pods_.add_pod_resources();
-      pod->set_name("pod-" + std::to_string(index++));
-      pod->set_namespace_("default");
-      v1::ContainerDevices* devices = pod->add_containers()->add_devices();
-      devices->set_resource_name(kResource);
-      for (const std::string& id : ids) devices->add_device_ids(id);
-    }
-  }
-
  private:
   absl::Mutex mutex_;
   std::vector<v1beta1::RegisterRequest> registrations_ ABSL_GUARDED_BY(mutex_);
-  v1::ListPodResourcesResponse pods_ ABSL_GUARDED_BY(mutex_);
 };
 
 class DevicePluginTest : public DataPlaneTest {
@@ -88,11 +64,8 @@ class DevicePluginTest : public DataPlaneTest {
     ASSERT_EQ(::mkdir(kubelet_dir_.c_str(), 0750), 0);
     pod_resources_ = dir_.Join("pod-resources.sock");
     StartKubelet();
-    grpc::ServerBuilder pods;
-    pods.AddListeningPort("unix:" + pod_resources_, grpc::InsecureServerCredentials());
-    pods.RegisterService(static_cast<v1::PodResourcesLister::Service*>(&kubelet_));
-    pod_server_ = pods.BuildAndStart();
-    ASSERT_NE(pod_server_, nullptr);
+    pods_ = testing::FakePodResources::Serve(pod_resources_);
+    ASSERT_NE(pods_, nullptr);
     auto plugin = testing::Subprocess::Spawn(
         {NEURON_RTD_DEVICE_PLUGIN_BINARY, "--address", address(), "--kubelet-dir", kubelet_dir_,
          "--pod-resources-socket", pod_resources_, "--poll-interval-ms", "50",
@@ -108,7 +81,7 @@ class DevicePluginTest : public DataPlaneTest {
       EXPECT_TRUE(exited.ok() && *exited == 0) << plugin_->Stderr();
     }
     if (kubelet_server_ != nullptr) kubelet_server_->Shutdown();
-    if (pod_server_ != nullptr) pod_server_->Shutdown();
+    if (pods_ != nullptr) pods_->Stop();
   }
 
   // The kubelet (re)starting: it deletes every socket of the directory.
@@ -119,7 +92,7 @@ class DevicePluginTest : public DataPlaneTest {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + kubelet_dir_ + "/kubelet.sock",
                              grpc::InsecureServerCredentials());
-    builder.RegisterService(static_cast<v1beta1::Registration::Service*>(&kubelet_));
+    builder.RegisterService(&kubelet_);
     kubelet_server_ = builder.BuildAndStart();
     ASSERT_NE(kubelet_server_, nullptr);
   }
@@ -165,7 +138,7 @@ class DevicePluginTest : public DataPlaneTest {
   std::string pod_resources_;
   FakeKubelet kubelet_;
   std::unique_ptr<grpc::Server> kubelet_server_;
-  std::unique_ptr<grpc::Server> pod_server_;
+  std::unique_ptr<testing::FakePodResources> pods_;
   std::unique_ptr<testing::Subprocess> plugin_;
 };
 
@@ -209,7 +182,7 @@ TEST_F(DevicePluginTest, RegistersListsAllocatesAsGrantsAndReleasesThemWhenThePo
 
   // The kubelet lists the pod of nc-1 (the plugin deletes a grant no pod
   // holds, here with no grace period).
-  kubelet_.SetPods({{"nc-1"}});
+  pods_->SetContainers({{.pod = "pod-0", .device_ids = {"nc-1"}}});
   const v1beta1::AllocateResponse allocated = Allocate({"nc-1"});
   ASSERT_EQ(allocated.container_responses_size(), 1);
   const v1beta1::ContainerAllocateResponse& container = allocated.container_responses(0);
@@ -234,7 +207,7 @@ TEST_F(DevicePluginTest, RegistersListsAllocatesAsGrantsAndReleasesThemWhenThePo
   Allocate({"nc-0"});
   EXPECT_TRUE(AwaitGrants({"nc1"}));
   // The pod is gone: so is its grant, and the session it had.
-  kubelet_.SetPods({});
+  pods_->SetContainers({});
   EXPECT_TRUE(AwaitGrants({}));
   absl::Status ended = (*session)->Allocate(1, kMiB).status();
   EXPECT_EQ(ended.code(), absl::StatusCode::kAborted) << ended;
@@ -253,7 +226,7 @@ TEST_F(DevicePluginTest, ItRegistersAgainWhenTheKubeletRestarts) {
 
 TEST_F(DevicePluginTest, CoresTurnUnhealthyWhileTheDaemonIsDownAndPreStartRestoresTheGrant) {
   kubelet_.AwaitRegistration(1);
-  kubelet_.SetPods({{"nc-0"}});
+  pods_->SetContainers({{.pod = "pod-0", .device_ids = {"nc-0"}}});
   Allocate({"nc-0"});
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));

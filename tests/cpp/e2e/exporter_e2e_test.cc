@@ -1,7 +1,8 @@
 // neuron-rtd-exporter against a live daemon: what sessions do shows up in
 // the scrape, the exposition passes promtool, the daemon going away and
-// coming back is served as daemon_up 0 then 1, and the shipped alert rules
-// and Grafana dashboard use only metrics a scrape has.
+// coming back is served as daemon_up 0 then 1, per-core series carry the pod
+// a fake kubelet says holds the core, and the shipped alert rules and
+// Grafana dashboard use only metrics a scrape has.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "e2e/data_plane_fixture.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "testing/fake_pod_resources.h"
 #include "testing/subprocess.h"
 
 namespace neuron {
@@ -211,6 +213,45 @@ TEST_F(ExporterTest, BadFlagsAndATakenPortAreRefusedByNameAndSigtermStopsIt) {
   absl::StatusOr<int> exited = exporter_->Wait();
   ASSERT_TRUE(exited.ok()) << exited.status();
   EXPECT_EQ(*exited, 0);
+}
+
+TEST_F(ExporterTest, PerCoreSeriesCarryThePodTheKubeletSaysHoldsTheCore) {
+  const std::string socket = dir_.Join("pod-resources.sock");
+  std::unique_ptr<testing::FakePodResources> kubelet = testing::FakePodResources::Serve(socket);
+  ASSERT_NE(kubelet, nullptr);
+  kubelet->SetContainers({{.pod = "train-0", .pod_namespace = "ml", .container = "worker",
+                           .device_ids = {"nc-1"}},
+                          // Another plugin's resource and IDs that are not ours: not our cores.
+                          {.pod = "other", .resource_name = "example.com/gpu",
+                           .device_ids = {"nc-0"}},
+                          {.pod = "odd", .device_ids = {"gpu-0"}}});
+  exporter_->Signal(SIGTERM);
+  ASSERT_TRUE(exporter_->Wait().ok());
+  StartExporter({"--pod-resources-socket", socket});
+
+  const std::string core1 =
+      R"(neuroncore="1",neuron_device_index="0",pod="train-0",namespace="ml",container="worker")";
+  Scrape scrape = ScrapeMetrics();
+  EXPECT_EQ(scrape.Value("neuron_core_healthy{" + core1 + "}"), 1);
+  EXPECT_EQ(scrape.Value(R"(neuron_core_healthy{neuroncore="0",neuron_device_index="0"})"), 1);
+  EXPECT_EQ(scrape.Value("neuron_rtd_exporter_pod_resources_errors_total"), 0);
+  EXPECT_THAT(scrape.text, ::testing::Not(HasSubstr("other")));
+
+  // The pod moves to core 0.
+  kubelet->SetContainers({{.pod = "train-1", .pod_namespace = "ml", .container = "worker",
+                           .device_ids = {"nc-0"}}});
+  scrape = ScrapeMetrics();
+  EXPECT_EQ(scrape.Value(R"(neuron_core_healthy{neuroncore="0",neuron_device_index="0",pod="train-1",namespace="ml",container="worker"})"),
+            1);
+  EXPECT_EQ(scrape.Value(R"(neuron_core_healthy{neuroncore="1",neuron_device_index="0"})"), 1);
+
+  // The kubelet going away: the last answer stands, and the failure counts.
+  kubelet->Stop();
+  scrape = ScrapeMetrics();
+  EXPECT_EQ(scrape.Value(R"(neuron_core_healthy{neuroncore="0",neuron_device_index="0",pod="train-1",namespace="ml",container="worker"})"),
+            1);
+  EXPECT_GE(scrape.Value("neuron_rtd_exporter_pod_resources_errors_total"), 1);
+  EXPECT_EQ(scrape.Value("neuron_rtd_daemon_up"), 1);
 }
 
 // The metric names PromQL expressions use (histogram series by their
