@@ -202,10 +202,25 @@ void AddDevices(const DaemonSnapshot& snapshot, Families& out) {
               static_cast<double>(device.hbm_total_bytes));
     const auto stats = stats_of.find(device.index);
     if (stats == stats_of.end()) continue;
-    out.Gauge("neuron_device_memory_used_bytes",
-              "HBM in use, by category (tensors: what sessions allocated).",
+    constexpr char kMemoryUsedHelp[] =
+        "HBM in use, by category (tensors: what sessions allocated; runtime: what the runtime "
+        "below the daemon holds besides, such as loaded programs).";
+    out.Gauge("neuron_device_memory_used_bytes", kMemoryUsedHelp,
               {{"neuron_device_index", Str(device.index)}, {"category", "tensors"}},
               static_cast<double>(stats->second->tensors_bytes));
+    if (stats->second->runtime_bytes) {
+      out.Gauge("neuron_device_memory_used_bytes", kMemoryUsedHelp,
+                {{"neuron_device_index", Str(device.index)}, {"category", "runtime"}},
+                static_cast<double>(*stats->second->runtime_bytes));
+    }
+    for (const auto& [type, count] :
+         EccEvents(stats->second->ecc, /*neuron_monitor_types_only=*/false)) {
+      out.Counter("neuron_device_hw_ecc_events_total",
+                  "Error-correction events the driver counted since the device was reset or "
+                  "the host booted, by event_type (neuron-monitor's names).",
+                  {{"neuron_device_index", Str(device.index)}, {"event_type", type}},
+                  static_cast<double>(count));
+    }
     out.Gauge("neuron_device_memory_largest_free_bytes",
               "The largest allocation that could succeed now (fragmentation).", labels,
               static_cast<double>(stats->second->hbm_largest_free_bytes));
@@ -245,6 +260,22 @@ void AddSessions(const DaemonSnapshot& snapshot, Families& out) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, uint64_t>> EccEvents(const neuronrt::EccCounts& ecc,
+                                                        bool neuron_monitor_types_only) {
+  std::vector<std::pair<std::string, uint64_t>> events;
+  for (const auto& [type, count] :
+       {std::pair{"mem_ecc_corrected", ecc.mem_corrected},
+        std::pair{"mem_ecc_uncorrected", ecc.mem_uncorrected},
+        std::pair{"sram_ecc_corrected", ecc.sram_corrected},
+        std::pair{"sram_ecc_uncorrected", ecc.sram_uncorrected}}) {
+    if (count) events.emplace_back(type, *count);
+  }
+  if (!neuron_monitor_types_only && ecc.mem_repairable_uncorrected) {
+    events.emplace_back("mem_ecc_repairable_uncorrected", *ecc.mem_repairable_uncorrected);
+  }
+  return events;
+}
 
 HistogramSample ExecutionDurationHistogram(const neuronrt::CoreStats& core) {
   HistogramSample sample{.sum = Seconds(core.execution_ns_sum)};

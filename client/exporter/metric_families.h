@@ -4,6 +4,9 @@
 #ifndef NEURON_RTD_EXPORTER_METRIC_FAMILIES_H_
 #define NEURON_RTD_EXPORTER_METRIC_FAMILIES_H_
 
+#include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "client/exporter/daemon_snapshot.h"
@@ -16,6 +19,14 @@ namespace neuron_exporter {
 // nanoseconds, 2^10 (about 1 us) to 2^34 (about 17 s), a factor of 4 apart,
 // then +Inf; exact, because the daemon counts in power-of-two buckets.
 HistogramSample ExecutionDurationHistogram(const neuronrt::CoreStats& core);
+
+// The ECC counts a device reports, by neuron-monitor's event_type
+// (mem_ecc_corrected, mem_ecc_uncorrected, sram_ecc_corrected,
+// sram_ecc_uncorrected) and, unless `neuron_monitor_types_only`, the
+// driver's mem_ecc_repairable_uncorrected; the ones it does not report are
+// left out.
+std::vector<std::pair<std::string, uint64_t>> EccEvents(const neuronrt::EccCounts& ecc,
+                                                        bool neuron_monitor_types_only);
 
 struct FamilyOptions {
   // Series per session (labels session_id, pid, uid, client): as many

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "client/exporter/metric_families.h"
+
 namespace neuron_exporter {
 namespace {
 
@@ -70,7 +72,17 @@ void AddNeuronMonitorFamilies(const DaemonSnapshot& snapshot, const CpuSample& n
               core.recent_compute_utilization);
   }
   uint64_t device_bytes = 0;
-  for (const neuronrt::DeviceStats& device : stats.devices) device_bytes += device.tensors_bytes;
+  for (const neuronrt::DeviceStats& device : stats.devices) {
+    device_bytes += device.tensors_bytes + device.runtime_bytes.value_or(0);
+    for (const auto& [type, count] :
+         EccEvents(device.ecc, /*neuron_monitor_types_only=*/true)) {
+      out.Counter("hardware_ecc_events_total",
+                  "neuron-monitor: error-correction events of a device, by type.",
+                  {{"event_type", type},
+                   {"neuron_device_index", std::to_string(device.device_index)}},
+                  static_cast<double>(count));
+    }
+  }
   out.Gauge("neuron_runtime_memory_used_bytes",
             "neuron-monitor: memory the runtime uses, on the host and on the devices.",
             {{"memory_location", "host"}, {"runtime_tag", kRuntimeTag}},

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/hal/device_info.h"
+#include "daemon/hal/device_telemetry.h"
 #include "daemon/hal/engine.h"
 #include "daemon/hal/executable.h"
 #include "daemon/hal/reduction.h"
@@ -99,6 +100,9 @@ class Device {
   // compiler has made into programs of the core). 0 where every launch runs
   // on the host anyway (the sim).
   virtual uint64_t HostExecutedLaunches(uint32_t /*core*/) const { return 0; }
+  // What the device and its runtime report about themselves now (reads
+  // the driver's files or asks the runtime: not for the command path).
+  virtual DeviceTelemetry Telemetry() const { return {}; }
   // Returns the device to a clean state once the daemon has ended every
   // session that used it (nothing of theirs remains allocated); recovers
   // failed cores where the backend can.

@@ -66,6 +66,23 @@ grpc::Status AdminService::GetStats(grpc::ServerContext* context, const v1::GetS
     out->set_hbm_total_bytes(memory.total_bytes);
     out->set_hbm_largest_free_bytes(memory.largest_free_bytes);
     out->set_hbm_segments(memory.segments);
+    const hal::DeviceTelemetry telemetry = device->Telemetry();
+    if (telemetry.runtime_hbm_bytes) {
+      out->set_runtime_bytes_known(true);
+      out->mutable_memory()->set_runtime_bytes(*telemetry.runtime_hbm_bytes);
+    }
+    const hal::EccCounts& ecc = telemetry.ecc;
+    if (ecc.mem_corrected || ecc.mem_uncorrected || ecc.mem_repairable_uncorrected ||
+        ecc.sram_corrected || ecc.sram_uncorrected) {
+      v1::EccCounts* counts = out->mutable_ecc();
+      if (ecc.mem_corrected) counts->set_mem_corrected(*ecc.mem_corrected);
+      if (ecc.mem_uncorrected) counts->set_mem_uncorrected(*ecc.mem_uncorrected);
+      if (ecc.mem_repairable_uncorrected) {
+        counts->set_mem_repairable_uncorrected(*ecc.mem_repairable_uncorrected);
+      }
+      if (ecc.sram_corrected) counts->set_sram_corrected(*ecc.sram_corrected);
+      if (ecc.sram_uncorrected) counts->set_sram_uncorrected(*ecc.sram_uncorrected);
+    }
   }
   if (*grant == nullptr) {
     FillDaemonStats(response->mutable_daemon());

@@ -220,12 +220,16 @@ __attribute__((visibility("default"))) NRT_STATUS nrt_load(const void* neff, siz
     std::fprintf(stderr, "NRT:nrt_load fake libnrt: %s\n", spec.status().ToString().c_str());
     return NRT_INVALID;
   }
-  *model = new nrt_model{.core = core, .spec = *std::move(spec)};
+  if (!runtime.Charge(core, size)) return NRT_RESOURCE;
+  *model = new nrt_model{.core = core, .spec = *std::move(spec), .hbm_bytes = size};
   return NRT_SUCCESS;
 }
 
 __attribute__((visibility("default"))) NRT_STATUS nrt_unload(nrt_model_t* model) {
   FAKE_NRT_ENTER("nrt_unload");
+  if (model == nullptr) return NRT_INVALID;
+  lock.unlock();  // Refund takes the lock
+  runtime.Refund(model->core, model->hbm_bytes);
   delete model;
   return NRT_SUCCESS;
 }

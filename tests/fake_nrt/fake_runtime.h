@@ -45,6 +45,9 @@ struct nrt_tensor {
 struct nrt_model {
   int core = 0;  // absolute
   neuron::rtd::fake_nrt::FakeModel spec;
+  // HBM the loaded model takes on its core (a real load places the program,
+  // its constants and a scratchpad there): the NEFF's size here.
+  uint64_t hbm_bytes = 0;
 };
 
 namespace neuron::rtd::fake_nrt {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,17 @@ struct CoreStats {
   uint64_t queued_commands = 0;
 };
 
+// The driver's ECC event counts since the device was last reset or the host
+// booted; nullopt: not reported.
+struct EccCounts {
+  std::optional<uint64_t> mem_corrected;
+  std::optional<uint64_t> mem_uncorrected;
+  // In rows the device can repair at its next reset.
+  std::optional<uint64_t> mem_repairable_uncorrected;
+  std::optional<uint64_t> sram_corrected;
+  std::optional<uint64_t> sram_uncorrected;
+};
+
 struct DeviceStats {
   uint32_t device_index = 0;
   // HBM held by sessions' tensors, now.
@@ -67,6 +79,10 @@ struct DeviceStats {
   uint64_t hbm_total_bytes = 0;
   uint64_t hbm_largest_free_bytes = 0;
   uint64_t hbm_segments = 0;
+  // HBM held below the daemon besides its own (loaded programs, their
+  // scratchpads, the runtime's own); nullopt when the backend cannot tell.
+  std::optional<uint64_t> runtime_bytes;
+  EccCounts ecc;
 };
 
 struct CollectiveCount {

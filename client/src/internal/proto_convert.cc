@@ -188,11 +188,21 @@ Stats FromProto(const v1::GetStatsResponse& response) {
   Stats stats{.interval_ms = response.interval_ms()};
   for (const v1::CoreStats& core : response.cores()) stats.cores.push_back(FromProto(core));
   for (const v1::DeviceStats& device : response.devices()) {
-    stats.devices.push_back(DeviceStats{.device_index = device.device_index(),
-                                        .tensors_bytes = device.memory().tensors_bytes(),
-                                        .hbm_total_bytes = device.hbm_total_bytes(),
-                                        .hbm_largest_free_bytes = device.hbm_largest_free_bytes(),
-                                        .hbm_segments = device.hbm_segments()});
+    DeviceStats& out = stats.devices.emplace_back(
+        DeviceStats{.device_index = device.device_index(),
+                    .tensors_bytes = device.memory().tensors_bytes(),
+                    .hbm_total_bytes = device.hbm_total_bytes(),
+                    .hbm_largest_free_bytes = device.hbm_largest_free_bytes(),
+                    .hbm_segments = device.hbm_segments()});
+    if (device.runtime_bytes_known()) out.runtime_bytes = device.memory().runtime_bytes();
+    const v1::EccCounts& ecc = device.ecc();
+    if (ecc.has_mem_corrected()) out.ecc.mem_corrected = ecc.mem_corrected();
+    if (ecc.has_mem_uncorrected()) out.ecc.mem_uncorrected = ecc.mem_uncorrected();
+    if (ecc.has_mem_repairable_uncorrected()) {
+      out.ecc.mem_repairable_uncorrected = ecc.mem_repairable_uncorrected();
+    }
+    if (ecc.has_sram_corrected()) out.ecc.sram_corrected = ecc.sram_corrected();
+    if (ecc.has_sram_uncorrected()) out.ecc.sram_uncorrected = ecc.sram_uncorrected();
   }
   const v1::DaemonStats& daemon = response.daemon();
   DaemonStats& out = stats.daemon;

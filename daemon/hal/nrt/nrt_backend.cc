@@ -262,9 +262,9 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
     absl::StatusOr<std::unique_ptr<sim::HbmArena>> mirror =
         sim::HbmArena::Reserve(hbm.address, hbm.size, sys_calls);
     if (!mirror.ok()) return mirror.status();
-    devices.push_back(std::make_unique<NrtDevice>(std::move(info), hbm, runtime, vncs,
-                                                  *std::move(mirror), options.host_launch,
-                                                  models));
+    devices.push_back(std::make_unique<NrtDevice>(
+        std::move(info), hbm, runtime, vncs, *std::move(mirror), options.host_launch, models,
+        absl::StrFormat("%s/neuron%d", options.sysfs_root, chip)));
   }
   return std::make_unique<NrtBackend>(std::move(runtime), std::move(models), std::move(devices),
                                       options.graph_compiler);

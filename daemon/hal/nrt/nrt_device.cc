@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "daemon/hal/nrt/sysfs_ecc.h"
 #include "daemon/hal/sim/aten_kernels.h"
 #include "daemon/hal/sim/engine_attribution.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -22,7 +23,8 @@ constexpr size_t kLaunchSignaturesPerCore = 256;
 
 NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
                      std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
-                     sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models)
+                     sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models,
+                     std::string sysfs_dir)
     : info_(std::move(info)),
       hbm_(hbm),
       runtime_(std::move(runtime)),
@@ -30,9 +32,12 @@ NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntim
       mirror_(std::move(mirror)),
       host_launch_(host_launch),
       models_(std::move(models)),
+      sysfs_dir_(std::move(sysfs_dir)),
       core_locks_(new absl::Mutex[vncs_.size()]),
-      host_launches_(new std::atomic<uint64_t>[vncs_.size()]()) {
+      host_launches_(new std::atomic<uint64_t>[vncs_.size()]()),
+      runtime_bytes_used_(new std::atomic<int64_t>[vncs_.size()]) {
   for (size_t core = 0; core < vncs_.size(); ++core) {
+    runtime_bytes_used_[core].store(-1, std::memory_order_relaxed);
     tensor_sets_.push_back(
         std::make_unique<LaunchTensorSets>(runtime_, kLaunchSignaturesPerCore));
   }
@@ -345,6 +350,40 @@ bool NrtDevice::HasFailedCore() const {
 
 uint64_t NrtDevice::HostExecutedLaunches(uint32_t core) const {
   return core < vncs_.size() ? host_launches_[core].load(std::memory_order_relaxed) : 0;
+}
+
+DeviceTelemetry NrtDevice::Telemetry() const {
+  DeviceTelemetry telemetry{.ecc = ReadSysfsEcc(sysfs_dir_)};
+  const NrtApi& api = runtime_->api();
+  if (api.get_vnc_memory_stats == nullptr) return telemetry;
+  uint64_t runtime_used = 0;
+  bool known = true;
+  for (size_t core = 0; core < vncs_.size(); ++core) {
+    // libnrt's calls on a core are serialised; a stats call must not wait
+    // out an execution that may take seconds.
+    if (core_locks_[core].TryLock()) {
+      nrt_vnc_memory_stats_t stats{};
+      size_t written = 0;
+      if (api.get_vnc_memory_stats(static_cast<uint32_t>(vncs_[core]), &stats, sizeof(stats),
+                                   &written) == NRT_SUCCESS &&
+          written >= sizeof(stats.bytes_used)) {
+        runtime_bytes_used_[core].store(static_cast<int64_t>(stats.bytes_used),
+                                        std::memory_order_relaxed);
+      }
+      core_locks_[core].Unlock();
+    }
+    const int64_t used = runtime_bytes_used_[core].load(std::memory_order_relaxed);
+    known &= used >= 0;
+    runtime_used += static_cast<uint64_t>(std::max<int64_t>(used, 0));
+  }
+  if (!known) return telemetry;
+  uint64_t segment_bytes = 0;
+  {
+    absl::ReaderMutexLock lock(&segments_mutex_);
+    for (const auto& [address, segment] : segments_) segment_bytes += segment.size;
+  }
+  telemetry.runtime_hbm_bytes = runtime_used > segment_bytes ? runtime_used - segment_bytes : 0;
+  return telemetry;
 }
 
 absl::Status NrtDevice::Reset() {

@@ -51,9 +51,12 @@ class NrtDevice final : public Device {
  public:
   // `vncs[i]`: libnrt's (process-relative) number of the device's logical
   // core i. `mirror` reserves the same addresses as `info`'s HBM.
+  // `sysfs_dir`: the chip's directory in the driver's sysfs tree (its ECC
+  // counts), which need not exist.
   NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
             std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
-            sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models);
+            sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models,
+            std::string sysfs_dir);
   ~NrtDevice() override;
 
   const DeviceInfo& info() const override { return info_; }
@@ -80,6 +83,11 @@ class NrtDevice final : public Device {
 
   std::string CoreFault(uint32_t core) const override;
   uint64_t HostExecutedLaunches(uint32_t core) const override;
+  // runtime_hbm_bytes: what libnrt says it holds on the device's cores
+  // (nrt_get_vnc_memory_stats, optional) less the daemon's segments; a core
+  // busy executing answers with its figure from when it was last idle.
+  // ecc: the driver's counts in sysfs (sysfs_ecc.h).
+  DeviceTelemetry Telemetry() const override;
   // Unloads the programs of the device's cores; when a core has failed,
   // restarts the runtime (every session of the host has ended: see
   // NrtBackend::ResetEndsEverySession).
@@ -134,6 +142,7 @@ class NrtDevice final : public Device {
   const std::unique_ptr<sim::HbmArena> mirror_;
   const sim::LaunchSettings host_launch_;
   const std::shared_ptr<ModelCache> models_;
+  const std::string sysfs_dir_;
   // One lock per logical core of the device, by position in vncs_.
   const std::unique_ptr<absl::Mutex[]> core_locks_;
   // By core; each used under its core's lock.
@@ -144,6 +153,8 @@ class NrtDevice final : public Device {
   absl::Mutex host_mutex_;
   // Host-executed launches by core; reductions and built-ins count on core 0.
   const std::unique_ptr<std::atomic<uint64_t>[]> host_launches_;
+  // libnrt's bytes in use by core when last asked; -1: never answered.
+  const std::unique_ptr<std::atomic<int64_t>[]> runtime_bytes_used_;
 };
 
 }  // namespace neuron::rtd::hal::nrt

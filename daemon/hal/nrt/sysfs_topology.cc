@@ -1,7 +1,6 @@
 #include "daemon/hal/nrt/sysfs_topology.h"
 
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include "absl/strings/ascii.h"
@@ -10,25 +9,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "daemon/hal/nrt/internal/sysfs_attribute.h"
 
 namespace neuron::rtd::hal::nrt {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Sysfs attributes are at most a page.
-constexpr std::streamsize kMaxAttributeBytes = 4096;
-
-// The attribute's text without surrounding white space; empty when it cannot
-// be read.
-std::string ReadAttribute(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::string text(kMaxAttributeBytes, '\0');
-  in.read(text.data(), kMaxAttributeBytes);
-  text.resize(static_cast<size_t>(in.gcount()));
-  return std::string(absl::StripAsciiWhitespace(text));
-}
 
 // "neuron12" -> 12.
 bool DeviceNumber(const std::string& name, absl::string_view prefix, uint32_t* number) {
@@ -60,14 +46,14 @@ absl::StatusOr<std::map<uint32_t, SysfsDevice>> ReadSysfsTopology(const std::str
     if (!DeviceNumber(entry.path().filename().string(), "neuron", &index)) continue;
     const fs::path& path = entry.path();
     SysfsDevice device{.index = index};
-    if (!absl::SimpleAtoi(ReadAttribute(path / "core_count"), &device.physical_cores)) {
+    if (!absl::SimpleAtoi(internal::ReadSysfsAttribute(path / "core_count"), &device.physical_cores)) {
       device.physical_cores = CountCoreDirectories(path);
     }
     if (device.physical_cores == 0) continue;
-    device.device_name = ReadAttribute(path / "info" / "architecture" / "device_name");
-    device.instance_type = ReadAttribute(path / "info" / "architecture" / "instance_type");
+    device.device_name = internal::ReadSysfsAttribute(path / "info" / "architecture" / "device_name");
+    device.instance_type = internal::ReadSysfsAttribute(path / "info" / "architecture" / "instance_type");
     for (absl::string_view peer :
-         absl::StrSplit(ReadAttribute(path / "connected_devices"), ',', absl::SkipWhitespace())) {
+         absl::StrSplit(internal::ReadSysfsAttribute(path / "connected_devices"), ',', absl::SkipWhitespace())) {
       uint32_t number = 0;
       if (absl::SimpleAtoi(absl::StripAsciiWhitespace(peer), &number)) {
         device.connected_devices.push_back(number);

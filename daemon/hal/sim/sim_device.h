@@ -46,6 +46,13 @@ class SimDevice final : public Device {
                   const Executable* /*launched*/) const override {
     return SimEngineOf(opcode, op_name);
   }
+  // Nothing but the daemon's segments lives in simulated HBM, and host
+  // memory standing in for it never reports an ECC event.
+  DeviceTelemetry Telemetry() const override {
+    return {.runtime_hbm_bytes = 0,
+            .ecc = {.mem_corrected = 0, .mem_uncorrected = 0, .mem_repairable_uncorrected = 0,
+                    .sram_corrected = 0, .sram_uncorrected = 0}};
+  }
 
   // The host memory behind device memory, for the sim's kernels and DMA.
   HbmArena& arena() { return *arena_; }

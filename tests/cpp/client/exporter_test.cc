@@ -171,6 +171,25 @@ TEST(ExporterFamiliesTest, ACoreAPodHoldsCarriesThePodOnEveryPerCoreSeries) {
   EXPECT_EQ(text.find(R"(pod=")"), text.find(R"(pod="train-0")"));
 }
 
+TEST(ExporterFamiliesTest, RuntimeMemoryAndEccCountsAreServedWhereTheDeviceReportsThem) {
+  DaemonSnapshot snapshot = Snapshot();
+  snapshot.stats.devices[0].runtime_bytes = uint64_t{3} << 30;
+  snapshot.stats.devices[0].ecc = {.mem_corrected = 7, .mem_uncorrected = 1,
+                                   .sram_uncorrected = 0};
+  const std::string text = Render(snapshot, /*per_session=*/false, /*compat=*/true);
+  EXPECT_THAT(text, HasSubstr(R"(neuron_device_memory_used_bytes{neuron_device_index="0",category="runtime",cluster="c1"} 3221225472)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuron_device_hw_ecc_events_total{neuron_device_index="0",event_type="mem_ecc_corrected",cluster="c1"} 7)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuron_device_hw_ecc_events_total{neuron_device_index="0",event_type="mem_ecc_uncorrected",cluster="c1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuron_device_hw_ecc_events_total{neuron_device_index="0",event_type="sram_ecc_uncorrected",cluster="c1"} 0)"));
+  EXPECT_THAT(text, HasSubstr(R"(hardware_ecc_events_total{event_type="mem_ecc_uncorrected",neuron_device_index="0",cluster="c1"} 1)"));
+  // 24 GiB of tensors and 3 GiB the runtime holds.
+  EXPECT_THAT(text, HasSubstr(R"(neuron_runtime_memory_used_bytes{memory_location="neuron_device",runtime_tag="neuron-rtd",cluster="c1"} 28991029248)"));
+  // What a device does not report is not served as 0.
+  EXPECT_THAT(text, Not(HasSubstr("sram_ecc_corrected")));
+  EXPECT_THAT(text, Not(HasSubstr(R"(neuron_device_index="1",category="runtime")")));
+  EXPECT_THAT(text, Not(HasSubstr(R"(ecc_events_total{neuron_device_index="1")")));
+}
+
 TEST(ExporterFamiliesTest, NeuronMonitorNamesMapLaunchesAndTheRuntimesCpu) {
   const std::string text = Render(Snapshot(), /*per_session=*/false, /*compat=*/true);
   EXPECT_THAT(text, HasSubstr(R"(execution_status_total{status_type="completed",runtime_tag="neuron-rtd",cluster="c1"} 140)"));

@@ -1,11 +1,14 @@
-// The nrt backend's reading of the Neuron driver's sysfs, on fake trees in
-// the driver's formats.
+// The nrt backend's reading of the Neuron driver's sysfs (devices and links,
+// ECC counts), on fake trees in the driver's formats.
 #include "daemon/hal/nrt/sysfs_topology.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+
+#include "daemon/hal/nrt/sysfs_ecc.h"
 
 #include "testing/fake_neuron_sysfs.h"
 #include "testing/temp_dir.h"
@@ -65,6 +68,26 @@ TEST(SysfsTopologyTest, NoDriverIsNotFoundNamingThePath) {
       ReadSysfsTopology(dir.Join("no/such/dir"));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr("no/such/dir"));
+}
+
+TEST(SysfsEccTest, ReadsTheDriversCountsAndLeavesWhatItLacksUnknown) {
+  neuron::testing::TempDir dir;
+  neuron::testing::WriteFakeNeuronSysfs(
+      dir.path(), {{.index = 0, .mem_ecc_uncorrected = 3, .sram_ecc_uncorrected = 1},
+                   {.index = 1}});
+  const EccCounts counted = ReadSysfsEcc(dir.Join("neuron0"));
+  EXPECT_EQ(counted.mem_uncorrected, 3u);
+  EXPECT_EQ(counted.sram_uncorrected, 1u);
+  EXPECT_FALSE(counted.mem_repairable_uncorrected.has_value());
+  EXPECT_FALSE(counted.mem_corrected.has_value());
+  EXPECT_FALSE(ReadSysfsEcc(dir.Join("neuron1")).mem_uncorrected.has_value());
+  EXPECT_FALSE(ReadSysfsEcc(dir.Join("neuron7")).sram_uncorrected.has_value());
+  // What is not a count is not taken for one.
+  std::ofstream(dir.Join("neuron0/stats/hardware/mem_ecc_uncorrected")) << "error\n";
+  std::ofstream(dir.Join("neuron0/stats/hardware/sram_ecc_uncorrected")) << "-1\n";
+  const EccCounts garbled = ReadSysfsEcc(dir.Join("neuron0"));
+  EXPECT_FALSE(garbled.mem_uncorrected.has_value());
+  EXPECT_FALSE(garbled.sram_uncorrected.has_value());
 }
 
 }  // namespace

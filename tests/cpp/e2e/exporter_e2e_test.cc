@@ -154,6 +154,13 @@ TEST_F(ExporterTest, WhatSessionsDoIsInTheScrapeAndTheExpositionIsValid) {
             4);
   EXPECT_EQ(scrape.Value(R"(neuron_device_memory_used_bytes{neuron_device_index="0",category="tensors",cluster="e2e"})"),
             kMiB);
+  // The simulator: nothing else in HBM, and no ECC event ever.
+  EXPECT_EQ(scrape.Value(R"(neuron_device_memory_used_bytes{neuron_device_index="0",category="runtime",cluster="e2e"})"),
+            0);
+  EXPECT_EQ(scrape.Value(R"(neuron_device_hw_ecc_events_total{neuron_device_index="0",event_type="mem_ecc_uncorrected",cluster="e2e"})"),
+            0);
+  EXPECT_EQ(scrape.Value(R"(hardware_ecc_events_total{event_type="sram_ecc_corrected",neuron_device_index="0",cluster="e2e"})"),
+            0);
   const std::string session_labels =
       "session_id=\"" + std::to_string(session->id()) + "\",pid=\"" + std::to_string(getpid()) +
       "\",uid=\"" + std::to_string(getuid()) + "\",client=\"exported\"";

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "daemon/exec/neff_container.h"
+#include "neuronrt/client.h"
 #include "neuronrt/profiling.h"
 #include "neuronrt/session.h"
 #include "nlohmann/json.hpp"
@@ -299,6 +300,37 @@ TEST_F(NrtBackendTest, DevicesAreTheDriversChipsWithTheirLinksWhereSysfsIsReadab
   testing::CommandResult table = testing::RunCommand(
       {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "ls"});
   EXPECT_THAT(table.out, HasSubstr("topology from: sysfs"));
+}
+
+TEST_F(NrtBackendTest, DeviceStatsShowWhatTheRuntimeHoldsAndTheDriversEccCounts) {
+  Start(/*faults=*/"", {{.index = 0,
+                         .physical_cores = 4,
+                         .mem_ecc_uncorrected = 2,
+                         .mem_ecc_repairable_uncorrected = 1,
+                         .sram_ecc_uncorrected = 0},
+                        {.index = 1, .physical_cores = 4}});
+  auto admin = *neuronrt::Client::Connect({.address = "unix:" + socket_});
+  neuronrt::Stats stats = *admin->GetStats();
+  ASSERT_EQ(stats.devices.size(), 2u);
+  const neuronrt::EccCounts& ecc = stats.devices[0].ecc;
+  EXPECT_EQ(ecc.mem_uncorrected, 2u);
+  EXPECT_EQ(ecc.mem_repairable_uncorrected, 1u);
+  EXPECT_EQ(ecc.sram_uncorrected, 0u);
+  // The driver counts no corrected events; a chip without the files (an
+  // older driver) reports none.
+  EXPECT_FALSE(ecc.mem_corrected.has_value());
+  EXPECT_FALSE(stats.devices[1].ecc.mem_uncorrected.has_value());
+  EXPECT_EQ(stats.devices[0].runtime_bytes, 0u);
+
+  // A loaded NEFF takes HBM in the runtime (the fake charges its size);
+  // the daemon's own segments are tensors, not runtime memory.
+  const std::string bytes = TestNeff("add", 2, 2);
+  ASSERT_TRUE(session_->LoadNeff(bytes, "add").ok());
+  Buffers(0, 1);
+  stats = *admin->GetStats();
+  EXPECT_EQ(stats.devices[0].runtime_bytes, bytes.size());
+  EXPECT_EQ(stats.devices[0].tensors_bytes, 1u << 16);
+  EXPECT_EQ(stats.devices[1].runtime_bytes, 0u);
 }
 
 TEST_F(NrtBackendTest, WithoutSysfsTheRuntimesCountsDescribeTheDevices) {

@@ -136,6 +136,17 @@ TEST_P(HalConformanceTest, AcquiredMemoryReadsAsZerosWhateverItHeldBefore) {
   EXPECT_TRUE(device_->Release(other).ok());
 }
 
+TEST_P(HalConformanceTest, TheDaemonsOwnMemoryIsNeverCountedAsTheRuntimes) {
+  // Every backend here can tell (libnrt with nrt_get_vnc_memory_stats).
+  const std::optional<uint64_t> before = device_->Telemetry().runtime_hbm_bytes;
+  ASSERT_TRUE(before.has_value());
+  const DeviceRange other{.address = range_.end(), .size = 16 * kHbmPageBytes};
+  ASSERT_TRUE(device_->Acquire(other, 0).ok());
+  EXPECT_EQ(device_->Telemetry().runtime_hbm_bytes, before);
+  ASSERT_TRUE(device_->Release(other).ok());
+  EXPECT_EQ(device_->Telemetry().runtime_hbm_bytes, before);
+}
+
 TEST_P(HalConformanceTest, CopiesReachMemoryOfEveryCoreAndDevice) {
   // A range in the HBM of each core of each device; a value travels through
   // all of them, device to device.

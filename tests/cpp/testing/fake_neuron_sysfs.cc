@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,6 +30,13 @@ void WriteFakeNeuronSysfs(const std::string& root, const std::vector<FakeNeuronD
     Write(dir / "info" / "architecture" / "instance_type", device.instance_type + "\n");
     Write(dir / "info" / "architecture" / "arch_type", "NDv3\n");
     Write(dir / "info" / "serial_number", "00112233445566778899\n");
+    // The driver prints each as "%u\n".
+    for (const auto& [name, count] :
+         {std::pair{"mem_ecc_uncorrected", device.mem_ecc_uncorrected},
+          std::pair{"mem_ecc_repairable_uncorrected", device.mem_ecc_repairable_uncorrected},
+          std::pair{"sram_ecc_uncorrected", device.sram_ecc_uncorrected}}) {
+      if (count) Write(dir / "stats" / "hardware" / name, absl::StrCat(*count, "\n"));
+    }
     for (uint32_t core = 0; core < device.physical_cores; ++core) {
       Write(dir / absl::StrCat("neuron_core", core) / "info" / "architecture" / "arch_type",
             "NCv3\n");

@@ -5,6 +5,7 @@
 #define NEURON_TESTS_TESTING_FAKE_NEURON_SYSFS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct FakeNeuronDevice {
   // Without core_count (root-only before driver 2.28): the cores are known
   // by their neuron_core<C> directories only.
   bool core_count_readable = true;
+  // stats/hardware/{mem_ecc_uncorrected, mem_ecc_repairable_uncorrected,
+  // sram_ecc_uncorrected}; none when unset (an older driver).
+  std::optional<uint32_t> mem_ecc_uncorrected;
+  std::optional<uint32_t> mem_ecc_repairable_uncorrected;
+  std::optional<uint32_t> sram_ecc_uncorrected;
 };
 
 // Writes `root`/neuron<N>/ for each device; `root` is created as needed.

@@ -1,0 +1,21 @@
+// A chip's ECC error counts as the Neuron driver serves them in sysfs:
+// neuron<N>/stats/hardware/{mem_ecc_uncorrected, sram_ecc_uncorrected,
+// mem_ecc_repairable_uncorrected}, each a decimal and a newline, readable
+// by every user (driver 2.x, trn1 and later). The driver counts no
+// corrected events there.
+#ifndef NEURON_RTD_DAEMON_HAL_NRT_SYSFS_ECC_H_
+#define NEURON_RTD_DAEMON_HAL_NRT_SYSFS_ECC_H_
+
+#include <string>
+
+#include "daemon/hal/device_telemetry.h"
+
+namespace neuron::rtd::hal::nrt {
+
+// The counts of chip `device_dir` (e.g. /sys/devices/virtual/neuron_device/
+// neuron3); a count whose file is missing or not a decimal stays unknown.
+EccCounts ReadSysfsEcc(const std::string& device_dir);
+
+}  // namespace neuron::rtd::hal::nrt
+
+#endif  // NEURON_RTD_DAEMON_HAL_NRT_SYSFS_ECC_H_
