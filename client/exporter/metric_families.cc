@@ -216,8 +216,8 @@ void AddDevices(const DaemonSnapshot& snapshot, Families& out) {
     for (const auto& [type, count] :
          EccEvents(stats->second->ecc, /*neuron_monitor_types_only=*/false)) {
       out.Counter("neuron_device_hw_ecc_events_total",
-                  "Error-correction events the driver counted since the device was reset or "
-                  "the host booted, by event_type (neuron-monitor's names).",
+                  "Error-correction events the driver counted since the device was last reset, "
+                  "by event_type (neuron-monitor's names).",
                   {{"neuron_device_index", Str(device.index)}, {"event_type", type}},
                   static_cast<double>(count));
     }

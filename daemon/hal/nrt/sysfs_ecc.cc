@@ -20,8 +20,10 @@ std::optional<uint64_t> ReadCount(const std::filesystem::path& path) {
 
 EccCounts ReadSysfsEcc(const std::string& device_dir) {
   const std::filesystem::path hardware = std::filesystem::path(device_dir) / "stats" / "hardware";
-  return {.mem_uncorrected = ReadCount(hardware / "mem_ecc_uncorrected"),
+  return {.mem_corrected = ReadCount(hardware / "mem_ecc_corrected"),
+          .mem_uncorrected = ReadCount(hardware / "mem_ecc_uncorrected"),
           .mem_repairable_uncorrected = ReadCount(hardware / "mem_ecc_repairable_uncorrected"),
+          .sram_corrected = ReadCount(hardware / "sram_ecc_corrected"),
           .sram_uncorrected = ReadCount(hardware / "sram_ecc_uncorrected")};
 }
 

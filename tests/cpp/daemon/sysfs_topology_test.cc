@@ -81,6 +81,9 @@ TEST(SysfsEccTest, ReadsTheDriversCountsAndLeavesWhatItLacksUnknown) {
   EXPECT_FALSE(counted.mem_repairable_uncorrected.has_value());
   EXPECT_FALSE(counted.mem_corrected.has_value());
   EXPECT_FALSE(ReadSysfsEcc(dir.Join("neuron1")).mem_uncorrected.has_value());
+  // Drivers from 2.30.2 count corrected events too.
+  std::ofstream(dir.Join("neuron0/stats/hardware/sram_ecc_corrected")) << "12\n";
+  EXPECT_EQ(ReadSysfsEcc(dir.Join("neuron0")).sram_corrected, 12u);
   EXPECT_FALSE(ReadSysfsEcc(dir.Join("neuron7")).sram_uncorrected.has_value());
   // What is not a count is not taken for one.
   std::ofstream(dir.Join("neuron0/stats/hardware/mem_ecc_uncorrected")) << "error\n";
