@@ -360,16 +360,18 @@ DeviceTelemetry NrtDevice::Telemetry() const {
   bool known = true;
   for (size_t core = 0; core < vncs_.size(); ++core) {
     // libnrt's calls on a core are serialised; a stats call must not wait
-    // out an execution that may take seconds.
+    // out an execution that may take seconds, nor meet a restart.
     if (core_locks_[core].TryLock()) {
-      nrt_vnc_memory_stats_t stats{};
-      size_t written = 0;
-      if (api.get_vnc_memory_stats(static_cast<uint32_t>(vncs_[core]), &stats, sizeof(stats),
-                                   &written) == NRT_SUCCESS &&
-          written >= sizeof(stats.bytes_used)) {
-        runtime_bytes_used_[core].store(static_cast<int64_t>(stats.bytes_used),
-                                        std::memory_order_relaxed);
-      }
+      runtime_->CallUnlessRestarting([&] {
+        nrt_vnc_memory_stats_t stats{};
+        size_t written = 0;
+        if (api.get_vnc_memory_stats(static_cast<uint32_t>(vncs_[core]), &stats, sizeof(stats),
+                                     &written) == NRT_SUCCESS &&
+            written >= sizeof(stats.bytes_used)) {
+          runtime_bytes_used_[core].store(static_cast<int64_t>(stats.bytes_used),
+                                          std::memory_order_relaxed);
+        }
+      });
       core_locks_[core].Unlock();
     }
     const int64_t used = runtime_bytes_used_[core].load(std::memory_order_relaxed);

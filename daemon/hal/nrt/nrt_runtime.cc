@@ -25,6 +25,13 @@ std::string NrtRuntime::Fault(int32_t vnc) const {
   return it == faults_.end() ? std::string() : it->second;
 }
 
+bool NrtRuntime::CallUnlessRestarting(absl::FunctionRef<void()> call) const {
+  if (!mutex_.ReaderTryLock()) return false;
+  call();
+  mutex_.ReaderUnlock();
+  return true;
+}
+
 absl::Status NrtRuntime::Restart(absl::Duration timeout,
                                  absl::FunctionRef<void()> unload_models) {
   absl::MutexLock lock(&mutex_);

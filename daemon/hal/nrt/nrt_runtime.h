@@ -52,6 +52,11 @@ class NrtRuntime {
   // fault once the runtime is up again.
   absl::Status Restart(absl::Duration timeout, absl::FunctionRef<void()> unload_models);
 
+  // Runs `call`, a libnrt call that may come at any time (a stats query),
+  // unless Restart is under way or about to close the runtime: false then.
+  // Never waits.
+  bool CallUnlessRestarting(absl::FunctionRef<void()> call) const;
+
  private:
   std::unique_ptr<NrtLibrary> library_;
   const std::string framework_version_;
