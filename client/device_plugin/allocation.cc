@@ -3,6 +3,8 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -12,6 +14,8 @@ namespace neuron_device_plugin {
 namespace {
 
 constexpr size_t kMaxGrantIdBytes = 63;
+constexpr std::string_view kCoreGrantPrefix = "nc";
+constexpr std::string_view kDeviceGrantPrefix = "nd";
 
 // Runs of consecutive cores: {first, last}.
 std::vector<std::pair<uint32_t, uint32_t>> Runs(const std::vector<uint32_t>& cores) {
@@ -59,11 +63,18 @@ std::vector<uint32_t> Pick(const std::vector<uint32_t>& cores, size_t count) {
 
 std::string CoreRanges(const std::vector<uint32_t>& cores) { return RunsText(cores, ","); }
 
-std::string GrantIdFor(const std::vector<uint32_t>& cores) {
-  std::string id = std::string(kGrantIdPrefix) + RunsText(cores, ".");
+std::string GrantIdFor(neuron_k8s::Unit unit, const std::vector<uint32_t>& indices) {
+  const std::string_view prefix = unit == neuron_k8s::Unit::kCore ? kCoreGrantPrefix
+                                                                  : kDeviceGrantPrefix;
+  std::string id = std::string(prefix) + RunsText(indices, ".");
   if (id.size() <= kMaxGrantIdBytes) return id;
-  const uint64_t hash = XXH64(cores.data(), cores.size() * sizeof(uint32_t), 0);
-  return absl::StrFormat("%s-h%016x", kGrantIdPrefix, hash);
+  const uint64_t hash = XXH64(indices.data(), indices.size() * sizeof(uint32_t), 0);
+  return absl::StrFormat("%s-h%016x", prefix, hash);
+}
+
+neuron_k8s::Unit UnitOfGrantId(std::string_view grant_id) {
+  return grant_id.starts_with(kDeviceGrantPrefix) ? neuron_k8s::Unit::kDevice
+                                                  : neuron_k8s::Unit::kCore;
 }
 
 std::vector<uint32_t> PreferredCores(const std::vector<neuronrt::DeviceInfo>& devices,
@@ -98,6 +109,56 @@ std::vector<uint32_t> PreferredCores(const std::vector<neuronrt::DeviceInfo>& de
   // Cores no device lists, last.
   for (auto it = pool.begin(); chosen.size() < size && it != pool.end(); ++it) chosen.insert(*it);
   return {chosen.begin(), chosen.end()};
+}
+
+std::vector<uint32_t> PreferredDevices(const std::vector<neuronrt::DeviceInfo>& devices,
+                                       const std::vector<uint32_t>& available,
+                                       const std::vector<uint32_t>& must_include, size_t size) {
+  std::map<uint32_t, std::vector<uint32_t>> links;
+  for (const neuronrt::DeviceInfo& device : devices) links[device.index] = device.connected_devices;
+  const std::set<uint32_t> pool(available.begin(), available.end());
+  // Grown from `seed` one linked device at a time (the lowest first); then
+  // the lowest of the pool when no free device links to the set.
+  auto grow = [&](std::set<uint32_t> chosen) {
+    bool connected = true;
+    while (chosen.size() < size) {
+      std::optional<uint32_t> next;
+      for (uint32_t device : chosen) {
+        for (uint32_t neighbour : links[device]) {
+          if (pool.contains(neighbour) && !chosen.contains(neighbour) &&
+              (!next || neighbour < *next)) {
+            next = neighbour;
+          }
+        }
+      }
+      if (!next) {
+        for (uint32_t device : pool) {
+          if (!chosen.contains(device)) {
+            next = device;
+            break;
+          }
+        }
+        if (!next) break;
+        connected = connected && chosen.empty();
+      }
+      chosen.insert(*next);
+    }
+    return std::make_pair(connected, chosen);
+  };
+  if (size == 0) return {};
+  const std::set<uint32_t> must(must_include.begin(), must_include.end());
+  if (!must.empty() || pool.empty()) {
+    const std::set<uint32_t> chosen = grow(must).second;
+    return {chosen.begin(), chosen.end()};
+  }
+  // Each free device as the seed: the first that grows a connected set.
+  std::set<uint32_t> fallback;
+  for (uint32_t seed : pool) {
+    auto [connected, chosen] = grow({seed});
+    if (connected) return {chosen.begin(), chosen.end()};
+    if (fallback.empty()) fallback = std::move(chosen);
+  }
+  return {fallback.begin(), fallback.end()};
 }
 
 uint64_t HbmQuotaFor(const std::vector<neuronrt::DeviceInfo>& devices,

@@ -6,14 +6,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "client/device_plugin/allocation.h"
-#include "client/k8s/core_device_ids.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace neuron_device_plugin {
 namespace {
 
-constexpr char kHealthy[] = "Healthy";
-constexpr char kUnhealthy[] = "Unhealthy";
 // How often a ListAndWatch stream looks for a cancelled kubelet.
 constexpr absl::Duration kWatchCheck = absl::Seconds(1);
 
@@ -23,25 +20,14 @@ grpc::Status ToGrpc(const absl::Status& status) {
 
 }  // namespace
 
-DevicePluginService::DevicePluginService(const neuronrt::Client& daemon, ServiceOptions options)
-    : daemon_(daemon), options_(std::move(options)) {}
+DevicePluginService::DevicePluginService(const neuronrt::Client& daemon,
+                                         neuron_k8s::Resource resource, ServiceOptions options)
+    : daemon_(daemon), resource_(std::move(resource)), options_(std::move(options)) {}
 
-void DevicePluginService::Refresh() {
-  absl::StatusOr<neuronrt::HealthInfo> health = daemon_.Health();
-  absl::StatusOr<std::vector<neuronrt::DeviceInfo>> devices =
-      health.ok() ? daemon_.ListDevices()
-                  : absl::StatusOr<std::vector<neuronrt::DeviceInfo>>(health.status());
+void DevicePluginService::Update(const DaemonView& view) {
+  v1beta1::ListAndWatchResponse listed = ListedDevices(resource_.unit, view);
   absl::MutexLock lock(&mutex_);
-  if (devices.ok()) topology_ = *devices;
-  v1beta1::ListAndWatchResponse listed;
-  for (const neuronrt::DeviceInfo& device : topology_) {
-    for (uint32_t core : device.cores) {
-      v1beta1::Device* entry = listed.add_devices();
-      entry->set_id(neuron_k8s::CoreDeviceId(core));
-      const bool healthy = devices.ok() && health->serving() && !device.core_faults.contains(core);
-      entry->set_health(healthy ? kHealthy : kUnhealthy);
-    }
-  }
+  topology_ = view.devices;
   if (google::protobuf::util::MessageDifferencer::Equals(listed, devices_)) return;
   devices_ = std::move(listed);
   ++generation_;
@@ -87,50 +73,66 @@ grpc::Status DevicePluginService::ListAndWatch(
   }
 }
 
-grpc::Status DevicePluginService::GetPreferredAllocation(
-    grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
-    v1beta1::PreferredAllocationResponse* response) {
+absl::StatusOr<std::vector<std::string>> DevicePluginService::Preferred(
+    const v1beta1::ContainerPreferredAllocationRequest& container) {
   std::vector<neuronrt::DeviceInfo> topology;
   {
     absl::MutexLock lock(&mutex_);
     topology = topology_;
   }
+  absl::StatusOr<std::vector<uint32_t>> available = neuron_k8s::IndicesOfDeviceIds(
+      resource_.unit,
+      {container.available_deviceids().begin(), container.available_deviceids().end()});
+  if (!available.ok()) return available.status();
+  absl::StatusOr<std::vector<uint32_t>> must = neuron_k8s::IndicesOfDeviceIds(
+      resource_.unit,
+      {container.must_include_deviceids().begin(), container.must_include_deviceids().end()});
+  if (!must.ok()) return must.status();
+  if (container.allocation_size() < 0 ||
+      static_cast<size_t>(container.allocation_size()) > available->size() + must->size()) {
+    return absl::InvalidArgumentError(absl::StrFormat("allocation size %d of %d available devices",
+                                                      container.allocation_size(),
+                                                      available->size()));
+  }
+  const size_t size = static_cast<size_t>(container.allocation_size());
+  const std::vector<uint32_t> chosen = resource_.unit == neuron_k8s::Unit::kCore
+                                           ? PreferredCores(topology, *available, *must, size)
+                                           : PreferredDevices(topology, *available, *must, size);
+  std::vector<std::string> ids;
+  for (uint32_t index : chosen) ids.push_back(neuron_k8s::DeviceId(resource_.unit, index));
+  return ids;
+}
+
+grpc::Status DevicePluginService::GetPreferredAllocation(
+    grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
+    v1beta1::PreferredAllocationResponse* response) {
   for (const v1beta1::ContainerPreferredAllocationRequest& container :
        request->container_requests()) {
-    absl::StatusOr<std::vector<uint32_t>> available = neuron_k8s::CoresOfDeviceIds(
-        {container.available_deviceids().begin(), container.available_deviceids().end()});
-    if (!available.ok()) return ToGrpc(available.status());
-    absl::StatusOr<std::vector<uint32_t>> must = neuron_k8s::CoresOfDeviceIds(
-        {container.must_include_deviceids().begin(), container.must_include_deviceids().end()});
-    if (!must.ok()) return ToGrpc(must.status());
-    if (container.allocation_size() < 0 ||
-        static_cast<size_t>(container.allocation_size()) > available->size() + must->size()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          absl::StrFormat("allocation size %d of %d available cores",
-                                          container.allocation_size(), available->size()));
-    }
+    absl::StatusOr<std::vector<std::string>> ids = Preferred(container);
+    if (!ids.ok()) return ToGrpc(ids.status());
     v1beta1::ContainerPreferredAllocationResponse* out = response->add_container_responses();
-    for (uint32_t core : PreferredCores(topology, *available, *must,
-                                        static_cast<size_t>(container.allocation_size()))) {
-      out->add_deviceids(neuron_k8s::CoreDeviceId(core));
-    }
+    for (const std::string& id : *ids) out->add_deviceids(id);
   }
   return grpc::Status::OK;
 }
 
 absl::StatusOr<neuronrt::GrantInfo> DevicePluginService::EnsureGrant(
     const google::protobuf::RepeatedPtrField<std::string>& device_ids) {
-  absl::StatusOr<std::vector<uint32_t>> cores =
-      neuron_k8s::CoresOfDeviceIds({device_ids.begin(), device_ids.end()});
-  if (!cores.ok()) return cores.status();
-  if (cores->empty()) return absl::InvalidArgumentError("no devices to allocate");
+  absl::StatusOr<std::vector<uint32_t>> indices =
+      neuron_k8s::IndicesOfDeviceIds(resource_.unit, {device_ids.begin(), device_ids.end()});
+  if (!indices.ok()) return indices.status();
+  if (indices->empty()) return absl::InvalidArgumentError("no devices to allocate");
   std::vector<neuronrt::DeviceInfo> topology;
   {
     absl::MutexLock lock(&mutex_);
     topology = topology_;
   }
-  return daemon_.CreateGrant(GrantIdFor(*cores), *cores, HbmQuotaFor(topology, *cores),
-                             options_.grant_label);
+  absl::StatusOr<std::vector<uint32_t>> cores =
+      resource_.unit == neuron_k8s::Unit::kCore ? *indices
+                                                : neuron_k8s::CoresOfDevices(topology, *indices);
+  if (!cores.ok()) return cores.status();
+  return daemon_.CreateGrant(GrantIdFor(resource_.unit, *indices), *cores,
+                             HbmQuotaFor(topology, *cores), options_.grant_label);
 }
 
 grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,

@@ -1,7 +1,8 @@
-// The kubelet's DevicePlugin service for NeuronCores: one device per logical
-// core ("nc-<core>"), their health from neuron-rtd, and allocations served
-// as grants (a socket directory with the cores and an HBM quota, mounted
-// read-only into the container).
+// The kubelet's DevicePlugin service for one resource: one device per
+// logical core ("nc-<core>") or per Neuron device ("nd-<device>"), their
+// health from neuron-rtd, and allocations served as grants (a socket
+// directory with the cores and an HBM quota, mounted read-only into the
+// container).
 #ifndef NEURON_RTD_DEVICE_PLUGIN_DEVICE_PLUGIN_SERVICE_H_
 #define NEURON_RTD_DEVICE_PLUGIN_DEVICE_PLUGIN_SERVICE_H_
 
@@ -11,6 +12,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "client/device_plugin/device_health.h"
+#include "client/k8s/device_ids.h"
 #include "k8s/deviceplugin/v1beta1/api.grpc.pb.h"
 #include "neuronrt/client.h"
 
@@ -23,17 +26,16 @@ struct ServiceOptions {
   std::string grant_label = "neuron-rtd-device-plugin";
 };
 
-// Thread-safety: the RPCs run on gRPC's threads; Refresh and Stop from any.
+// Thread-safety: the RPCs run on gRPC's threads; Update and Stop from any.
 // Lifetime: the daemon's client outlives the service.
 class DevicePluginService final : public v1beta1::DevicePlugin::Service {
  public:
-  DevicePluginService(const neuronrt::Client& daemon, ServiceOptions options);
+  DevicePluginService(const neuronrt::Client& daemon, neuron_k8s::Resource resource,
+                      ServiceOptions options);
 
-  // Asks the daemon for its cores and their health; ListAndWatch streams
-  // send the list again when it changed. A daemon that cannot be reached,
-  // or does not serve (draining, stopping), makes every known core
-  // Unhealthy: pods must not be placed on it.
-  void Refresh();
+  // The devices and their health as `view` shows them (ListedDevices);
+  // ListAndWatch streams send the list again when it changed.
+  void Update(const DaemonView& view);
   // Ends the ListAndWatch streams (the plugin stopping or re-registering).
   void Stop();
 
@@ -54,8 +56,12 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
   // The grant that serves these device IDs, created if it is not there.
   absl::StatusOr<neuronrt::GrantInfo> EnsureGrant(
       const google::protobuf::RepeatedPtrField<std::string>& device_ids);
+  // The preferred device IDs for one container.
+  absl::StatusOr<std::vector<std::string>> Preferred(
+      const v1beta1::ContainerPreferredAllocationRequest& container);
 
   const neuronrt::Client& daemon_;
+  const neuron_k8s::Resource resource_;
   const ServiceOptions options_;
   absl::Mutex mutex_;
   std::vector<neuronrt::DeviceInfo> topology_ ABSL_GUARDED_BY(mutex_);

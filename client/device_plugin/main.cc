@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
   CLI::App app{"neuron-rtd-device-plugin: NeuronCores for Kubernetes pods, served by neuron-rtd"};
   std::string address;
   neuron_device_plugin::PluginOptions options;
+  std::string core_resource = neuron_k8s::kDefaultCoreResourceName;
+  std::string core_endpoint = "neuron-rtd-neuroncore.sock";
+  std::string device_resource;
+  std::string device_endpoint = "neuron-rtd-neuron.sock";
   int64_t poll_interval_ms = 5000;
   int64_t gc_grace_ms = 60000;
   app.add_option("--address", address,
@@ -24,9 +28,17 @@ int main(int argc, char** argv) {
                  "system socket)");
   app.add_option("--kubelet-dir", options.kubelet_dir, "the kubelet's device-plugin directory")
       ->capture_default_str();
-  app.add_option("--endpoint", options.endpoint, "the plugin's socket name in that directory")
+  app.add_option("--resource-name", core_resource,
+                 "the extended resource of NeuronCores, one device per core (empty: none)")
       ->capture_default_str();
-  app.add_option("--resource-name", options.resource_name, "the extended resource advertised")
+  app.add_option("--endpoint", core_endpoint, "its socket name in the kubelet's directory")
+      ->capture_default_str();
+  app.add_option("--device-resource-name", device_resource,
+                 "the extended resource of whole Neuron devices, e.g. aws.amazon.com/neuron "
+                 "(empty: none)")
+      ->capture_default_str();
+  app.add_option("--device-endpoint", device_endpoint,
+                 "its socket name in the kubelet's directory")
       ->capture_default_str();
   app.add_option("--pod-resources-socket", options.pod_resources_socket,
                  "the kubelet's pod-resources socket (empty: grants are never deleted)")
@@ -46,6 +58,21 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   options.poll_interval = absl::Milliseconds(poll_interval_ms);
   options.gc_grace = absl::Milliseconds(gc_grace_ms);
+  options.resources.clear();
+  if (!core_resource.empty()) {
+    options.resources.push_back(
+        {.resource = {.name = core_resource, .unit = neuron_k8s::Unit::kCore},
+         .endpoint = core_endpoint});
+  }
+  if (!device_resource.empty()) {
+    options.resources.push_back(
+        {.resource = {.name = device_resource, .unit = neuron_k8s::Unit::kDevice},
+         .endpoint = device_endpoint});
+  }
+  if (absl::Status valid = neuron_device_plugin::ValidatePluginOptions(options); !valid.ok()) {
+    std::cerr << "neuron-rtd-device-plugin: " << valid.message() << "\n";
+    return 2;
+  }
 
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -1,9 +1,9 @@
-// neuron-rtd-device-plugin's life with the kubelet: serve the DevicePlugin
-// service on a socket in the kubelet's device-plugin directory, register,
-// register again when the kubelet restarts (it deletes every socket there),
-// keep the devices' health current, and delete the grants of pods that are
-// gone (the kubelet never tells a plugin; its pod-resources API shows what
-// is in use).
+// neuron-rtd-device-plugin's life with the kubelet: serve a DevicePlugin
+// service per resource on a socket in the kubelet's device-plugin
+// directory, register each, register again when the kubelet restarts (it
+// deletes every socket there), keep the devices' health current, and delete
+// the grants of pods that are gone (the kubelet never tells a plugin; its
+// pod-resources API shows what is in use).
 #ifndef NEURON_RTD_DEVICE_PLUGIN_PLUGIN_RUNNER_H_
 #define NEURON_RTD_DEVICE_PLUGIN_PLUGIN_RUNNER_H_
 
@@ -11,23 +11,34 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/device_plugin/device_health.h"
 #include "client/device_plugin/device_plugin_service.h"
-#include "client/k8s/core_device_ids.h"
+#include "client/k8s/device_ids.h"
 #include "grpcpp/server.h"
 #include "neuronrt/client.h"
 
 namespace neuron_device_plugin {
 
+// A resource the plugin advertises, and its socket (a file name in the
+// kubelet's directory).
+struct ServedResource {
+  neuron_k8s::Resource resource;
+  std::string endpoint;
+};
+
 struct PluginOptions {
   std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
-  // The plugin's socket, a file name in kubelet_dir.
-  std::string endpoint = "neuron-rtd-neuroncore.sock";
-  std::string resource_name = neuron_k8s::kDefaultCoreResourceName;
+  // Each with an endpoint of its own; at most one of each unit (two names
+  // for the same devices would be two pools the kubelet books apart).
+  std::vector<ServedResource> resources = {
+      {.resource = {.name = neuron_k8s::kDefaultCoreResourceName, .unit = neuron_k8s::Unit::kCore},
+       .endpoint = "neuron-rtd-neuroncore.sock"}};
   // The kubelet's pod-resources socket; empty: no grant is ever deleted.
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   // How often health, registration and grants are looked at.
@@ -38,35 +49,51 @@ struct PluginOptions {
   ServiceOptions service;
 };
 
+// INVALID_ARGUMENT when `options` cannot be served: no resource, two of one
+// unit, a name or endpoint used twice, an endpoint that is not a file name.
+absl::Status ValidatePluginOptions(const PluginOptions& options);
+
 // Thread-safety: Run on one thread; RequestStop from any (a signal thread).
 class PluginRunner {
  public:
   PluginRunner(const neuronrt::Client& daemon, PluginOptions options);
   ~PluginRunner();
 
-  // Until RequestStop; an error when the plugin's socket cannot be served.
+  // Until RequestStop; an error when a resource's socket cannot be served.
   absl::Status Run();
   void RequestStop();
 
  private:
-  absl::Status Serve();
-  void StopServing();
-  absl::Status Register();
-  // Whether the kubelet restarted since the last registration: our socket
+  // One resource's service, socket and registration.
+  struct Endpoint {
+    ServedResource served;
+    std::string socket_path;
+    std::unique_ptr<DevicePluginService> service;
+    std::unique_ptr<grpc::Server> server;
+    ino_t registered_kubelet_inode = 0;
+    bool registered = false;
+    bool register_failing = false;
+  };
+
+  absl::Status Serve(Endpoint& endpoint);
+  void StopServing(Endpoint& endpoint);
+  absl::Status Register(Endpoint& endpoint);
+  // Whether the kubelet restarted since the endpoint registered: its socket
   // is gone, or kubelet.sock is another file.
-  bool KubeletRestarted() const;
+  bool KubeletRestarted(const Endpoint& endpoint) const;
+  // Asks the daemon for its health, devices and the plugin's grants; the
+  // last topology stands when it cannot be reached.
+  void LookAtDaemon();
   // Deletes the plugin's grants that no pod uses.
   void CollectGrants();
 
   const neuronrt::Client& daemon_;
   const PluginOptions options_;
-  const std::string socket_path_;
   const std::string kubelet_socket_;
-  std::unique_ptr<DevicePluginService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  ino_t registered_kubelet_inode_ = 0;
-  bool registered_ = false;
-  bool register_failing_ = false;
+  std::vector<Endpoint> endpoints_;
+  DaemonView view_;
+  // The plugin's grants at the last look; empty when it failed.
+  std::vector<neuronrt::GrantInfo> grants_;
   absl::Mutex mutex_;
   bool stop_ ABSL_GUARDED_BY(mutex_) = false;
 };

@@ -42,17 +42,31 @@ void Exporter::Forget(const absl::Status& status) {
   if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) client_.reset();
 }
 
-void Exporter::RefreshCoreHolders() {
-  absl::StatusOr<std::vector<neuron_k8s::ContainerCores>> held = neuron_k8s::ListContainerCores(
-      options_.pod_resources_socket, options_.resource_name,
-      std::min(options_.daemon_timeout, kPodResourcesTimeout));
+void Exporter::RefreshCoreHolders(const std::vector<neuronrt::DeviceInfo>& devices) {
+  std::vector<neuron_k8s::Resource> resources = {
+      {.name = options_.resource_name, .unit = neuron_k8s::Unit::kCore}};
+  if (!options_.device_resource_name.empty()) {
+    resources.push_back({.name = options_.device_resource_name, .unit = neuron_k8s::Unit::kDevice});
+  }
+  absl::StatusOr<std::vector<neuron_k8s::ContainerDevices>> held =
+      neuron_k8s::ListContainerDevices(options_.pod_resources_socket, resources,
+                                       std::min(options_.daemon_timeout, kPodResourcesTimeout));
   if (!held.ok()) {
     ++pod_resources_errors_;
     return;
   }
   core_holders_.clear();
-  for (const neuron_k8s::ContainerCores& container : *held) {
-    for (uint32_t core : container.cores) {
+  for (const neuron_k8s::ContainerDevices& container : *held) {
+    std::vector<uint32_t> cores = container.indices;
+    if (container.resource.unit == neuron_k8s::Unit::kDevice) {
+      // A device this host does not have holds no core of it.
+      cores.clear();
+      for (uint32_t device : container.indices) {
+        absl::StatusOr<std::vector<uint32_t>> of = neuron_k8s::CoresOfDevices(devices, {device});
+        if (of.ok()) cores.insert(cores.end(), of->begin(), of->end());
+      }
+    }
+    for (uint32_t core : cores) {
       core_holders_[core] = {.pod = container.pod,
                              .pod_namespace = container.pod_namespace,
                              .container = container.container};
@@ -76,9 +90,11 @@ std::string Exporter::Scrape() {
                  "1 when the exporter's last scrape reached neuron-rtd, 0 when it could not.", {},
                  snapshot.ok() ? 1 : 0);
   const bool pod_labels = !options_.pod_resources_socket.empty();
-  if (pod_labels) RefreshCoreHolders();
   if (snapshot.ok()) {
-    if (pod_labels) snapshot->core_holders = core_holders_;
+    if (pod_labels) {
+      RefreshCoreHolders(snapshot->devices);
+      snapshot->core_holders = core_holders_;
+    }
     AddDaemonFamilies(*snapshot, FamilyOptions{.per_session = options_.per_session}, families);
     if (options_.neuron_monitor_compat) {
       const CpuSample now{.monotonic_seconds = started,

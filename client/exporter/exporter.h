@@ -15,7 +15,7 @@
 #include "absl/time/time.h"
 #include "client/exporter/families.h"
 #include "client/exporter/neuron_monitor_compat.h"
-#include "client/k8s/core_device_ids.h"
+#include "client/k8s/device_ids.h"
 #include "neuronrt/client.h"
 
 namespace neuron_exporter {
@@ -32,9 +32,12 @@ struct ExporterOptions {
   bool per_session = false;
   // The kubelet's pod-resources socket: when set, per-core series carry the
   // pod, namespace and container that hold the core (as the device plugin
-  // allocated it under `resource_name`).
+  // allocated it under `resource_name`, or its device under
+  // `device_resource_name`).
   std::string pod_resources_socket;
   std::string resource_name = neuron_k8s::kDefaultCoreResourceName;
+  // Empty: the plugin serves no resource of whole devices.
+  std::string device_resource_name;
   // Added to every series (e.g. instance_type, cluster).
   Labels labels;
   // Deadline of each call to the daemon.
@@ -64,10 +67,12 @@ class Exporter {
   // A failed call drops the client, so that the next scrape reconnects at
   // once instead of waiting out gRPC's reconnection backoff.
   void Forget(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // Asks the kubelet which pod holds each core. When it cannot answer, the
-  // last answer stands (labels that came and went with each failed call
-  // would start new series) and the error is counted.
-  void RefreshCoreHolders() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Asks the kubelet which pod holds each core (a device's pod holds each
+  // of its cores in `devices`). When it cannot answer, the last answer
+  // stands (labels that came and went with each failed call would start new
+  // series) and the error is counted.
+  void RefreshCoreHolders(const std::vector<neuronrt::DeviceInfo>& devices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const ExporterOptions options_;
   const std::function<double()> monotonic_seconds_;

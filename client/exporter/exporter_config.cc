@@ -106,14 +106,15 @@ absl::StatusOr<ExporterOptions> LoadExporterConfig(const std::string& path,
   for (const auto& [key, node] : *exporter) {
     const std::string_view name = key.str();
     if (name == "address" || name == "listen" || name == "pod_resources_socket" ||
-        name == "resource_name") {
+        name == "resource_name" || name == "device_resource_name") {
       const std::optional<std::string> value = node.value<std::string>();
       if (!value) return Invalid(path, name, "expected a string");
       if (name == "resource_name" && value->empty()) return Invalid(path, name, "is empty");
       (name == "address"                ? base.address
        : name == "listen"               ? base.listen
        : name == "pod_resources_socket" ? base.pod_resources_socket
-                                        : base.resource_name) = *value;
+       : name == "resource_name"        ? base.resource_name
+                                        : base.device_resource_name) = *value;
     } else if (name == "neuron_monitor_compat" || name == "per_session_metrics") {
       const std::optional<bool> value = node.value<bool>();
       if (!value) return Invalid(path, name, "expected true or false");
@@ -140,7 +141,7 @@ absl::StatusOr<ExporterOptions> LoadExporterConfig(const std::string& path,
       return Invalid(path, name,
                      "unknown key (known: address, listen, neuron_monitor_compat, "
                      "per_session_metrics, daemon_timeout_ms, pod_resources_socket, "
-                     "resource_name, labels)");
+                     "resource_name, device_resource_name, labels)");
     }
   }
   if (absl::StatusOr<ListenAddress> listen = ParseListenAddress(base.listen); !listen.ok()) {

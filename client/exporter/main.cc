@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> labels;
   std::string pod_resources_socket;
   std::string resource_name;
+  std::string device_resource_name;
   app.add_option("--config", config_path, "TOML file with an [exporter] table");
   app.add_option("--address", address,
                  "the daemon, unix:PATH (default: $NEURON_RTD_ADDRESS, then the default socket)");
@@ -54,7 +55,10 @@ int main(int argc, char** argv) {
                  "namespace and container holding the core (e.g. "
                  "/var/lib/kubelet/pod-resources/kubelet.sock)");
   app.add_option("--resource-name", resource_name,
-                 "the device plugin's resource (default aws.amazon.com/neuroncore)");
+                 "the device plugin's resource of cores (default aws.amazon.com/neuroncore)");
+  app.add_option("--device-resource-name", device_resource_name,
+                 "the device plugin's resource of whole devices, if it serves one (e.g. "
+                 "aws.amazon.com/neuron)");
   app.set_version_flag("--version", std::string("neuron-rtd-exporter ") + NEURON_RTD_VERSION);
   CLI11_PARSE(app, argc, argv);
 
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
   if (!listen.empty()) options.listen = listen;
   if (!pod_resources_socket.empty()) options.pod_resources_socket = pod_resources_socket;
   if (!resource_name.empty()) options.resource_name = resource_name;
+  if (!device_resource_name.empty()) options.device_resource_name = device_resource_name;
   options.neuron_monitor_compat |= compat;
   options.per_session |= per_session;
   for (const std::string& label : labels) {

@@ -3,15 +3,14 @@
 #include <sys/stat.h>
 
 #include "absl/strings/str_format.h"
-#include "client/k8s/core_device_ids.h"
 #include "grpcpp/grpcpp.h"
 #include "k8s/podresources/v1/api.grpc.pb.h"
 
 namespace neuron_k8s {
 
-absl::StatusOr<std::vector<ContainerCores>> ListContainerCores(const std::string& socket_path,
-                                                               std::string_view resource_name,
-                                                               absl::Duration deadline) {
+absl::StatusOr<std::vector<ContainerDevices>> ListContainerDevices(
+    const std::string& socket_path, const std::vector<Resource>& resources,
+    absl::Duration deadline) {
   // gRPC would wait out its connection backoff on a socket that is not
   // there (the kubelet not running, the directory not mounted).
   struct stat info{};
@@ -33,21 +32,24 @@ absl::StatusOr<std::vector<ContainerCores>> ListContainerCores(const std::string
                ? absl::DeadlineExceededError(why)
                : absl::UnavailableError(why);
   }
-  std::vector<ContainerCores> held;
+  std::vector<ContainerDevices> held;
   for (const v1::PodResources& pod : pods.pod_resources()) {
     for (const v1::ContainerResources& container : pod.containers()) {
-      std::vector<std::string> ids;
-      for (const v1::ContainerDevices& devices : container.devices()) {
-        if (devices.resource_name() != resource_name) continue;
-        for (const std::string& id : devices.device_ids()) {
-          if (CoreOfDeviceId(id).ok()) ids.push_back(id);
+      for (const Resource& resource : resources) {
+        std::vector<std::string> ids;
+        for (const v1::ContainerDevices& devices : container.devices()) {
+          if (devices.resource_name() != resource.name) continue;
+          for (const std::string& id : devices.device_ids()) {
+            if (IndexOfDeviceId(resource.unit, id).ok()) ids.push_back(id);
+          }
         }
+        if (ids.empty()) continue;
+        held.push_back({.pod = pod.name(),
+                        .pod_namespace = pod.namespace_(),
+                        .container = container.name(),
+                        .resource = resource,
+                        .indices = *IndicesOfDeviceIds(resource.unit, ids)});
       }
-      if (ids.empty()) continue;
-      held.push_back({.pod = pod.name(),
-                      .pod_namespace = pod.namespace_(),
-                      .container = container.name(),
-                      .cores = *CoresOfDeviceIds(ids)});
     }
   }
   return held;

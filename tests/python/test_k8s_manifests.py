@@ -12,6 +12,7 @@ yaml = pytest.importorskip("yaml")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 RESOURCE = "aws.amazon.com/neuroncore"
+DEVICE_RESOURCE = "aws.amazon.com/neuron"
 SOCKET = "unix:/run/neuron-rtd/neuron-rtd.sock"
 
 
@@ -55,6 +56,7 @@ def test_the_device_plugin_mounts_the_kubelet_and_daemon_directories():
     assert flags <= source_flags("client/device_plugin/main.cc")
     assert f"--address={SOCKET}" in container["args"]
     assert f"--resource-name={RESOURCE}" in container["args"]
+    assert f"--device-resource-name={DEVICE_RESOURCE}" in container["args"]
     labels = daemonset["spec"]["selector"]["matchLabels"]
     assert labels.items() <= daemonset["spec"]["template"]["metadata"]["labels"].items()
 
@@ -69,6 +71,9 @@ def test_the_exporter_serves_the_port_its_pod_monitor_scrapes():
     # Per-core series carry the pod: the kubelet's pod resources are mounted.
     pod_resources = "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"
     assert pod_resources in container["args"]
+    # ... by the resources the device plugin advertises.
+    assert f"--resource-name={RESOURCE}" in container["args"]
+    assert f"--device-resource-name={DEVICE_RESOURCE}" in container["args"]
     mounts = {mount["mountPath"] for mount in container["volumeMounts"]}
     assert "/var/lib/kubelet/pod-resources" in mounts
     (port,) = container["ports"]

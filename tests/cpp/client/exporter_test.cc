@@ -211,6 +211,7 @@ TEST(ExporterConfigTest, ReadsTheExporterTableAndNamesWhatIsWrong) {
                          "daemon_timeout_ms = 2500\n"
                          "pod_resources_socket = \"/var/lib/kubelet/pod-resources/kubelet.sock\"\n"
                          "resource_name = \"example.com/nc\"\n"
+                         "device_resource_name = \"example.com/nd\"\n"
                          "[exporter.labels]\ncluster = \"prod\"\n";
   absl::StatusOr<ExporterOptions> options = LoadExporterConfig(path, {});
   ASSERT_TRUE(options.ok()) << options.status();
@@ -220,6 +221,7 @@ TEST(ExporterConfigTest, ReadsTheExporterTableAndNamesWhatIsWrong) {
   EXPECT_EQ(options->daemon_timeout, absl::Milliseconds(2500));
   EXPECT_EQ(options->pod_resources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
   EXPECT_EQ(options->resource_name, "example.com/nc");
+  EXPECT_EQ(options->device_resource_name, "example.com/nd");
   EXPECT_EQ(options->labels, (Labels{{"cluster", "prod"}}));
   absl::StatusOr<ListenAddress> listen = ParseListenAddress(options->listen);
   ASSERT_TRUE(listen.ok());
@@ -249,6 +251,7 @@ TEST(ExporterConfigTest, TheShippedConfigLoadsWithTheDefaults) {
   EXPECT_EQ(shipped->listen, defaults.listen);
   EXPECT_EQ(shipped->pod_resources_socket, defaults.pod_resources_socket);
   EXPECT_EQ(shipped->resource_name, defaults.resource_name);
+  EXPECT_EQ(shipped->device_resource_name, defaults.device_resource_name);
   EXPECT_EQ(shipped->daemon_timeout, defaults.daemon_timeout);
 }
 

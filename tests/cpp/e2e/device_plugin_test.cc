@@ -4,13 +4,17 @@
 // registration, ListAndWatch, preferred allocation, Allocate and
 // PreStartContainer (grants in the daemon), the grants of pods that are gone
 // deleted, re-registration after a kubelet restart, health across a daemon
-// restart.
+// restart, and whole devices next to cores.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <map>
+#include <set>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +55,11 @@ class FakeKubelet final : public v1beta1::Registration::Service {
     return registrations_.empty() ? v1beta1::RegisterRequest() : registrations_.back();
   }
 
+  std::vector<v1beta1::RegisterRequest> Registrations() {
+    absl::MutexLock lock(&mutex_);
+    return registrations_;
+  }
+
  private:
   absl::Mutex mutex_;
   std::vector<v1beta1::RegisterRequest> registrations_ ABSL_GUARDED_BY(mutex_);
@@ -58,18 +67,23 @@ class FakeKubelet final : public v1beta1::Registration::Service {
 
 class DevicePluginTest : public DataPlaneTest {
  protected:
+  virtual std::vector<std::string> DaemonArgs() const { return {}; }
+  virtual std::vector<std::string> ExtraPluginArgs() const { return {}; }
+
   void SetUp() override {
-    DataPlaneTest::SetUp();
+    StartDaemon(DaemonArgs());
     kubelet_dir_ = dir_.Join("device-plugins");
     ASSERT_EQ(::mkdir(kubelet_dir_.c_str(), 0750), 0);
     pod_resources_ = dir_.Join("pod-resources.sock");
     StartKubelet();
     pods_ = testing::FakePodResources::Serve(pod_resources_);
     ASSERT_NE(pods_, nullptr);
-    auto plugin = testing::Subprocess::Spawn(
-        {NEURON_RTD_DEVICE_PLUGIN_BINARY, "--address", address(), "--kubelet-dir", kubelet_dir_,
-         "--pod-resources-socket", pod_resources_, "--poll-interval-ms", "50",
-         "--gc-grace-ms", "0"});
+    std::vector<std::string> argv = {
+        NEURON_RTD_DEVICE_PLUGIN_BINARY, "--address", address(), "--kubelet-dir", kubelet_dir_,
+        "--pod-resources-socket", pod_resources_, "--poll-interval-ms", "50",
+        "--gc-grace-ms", "0"};
+    for (const std::string& arg : ExtraPluginArgs()) argv.push_back(arg);
+    auto plugin = testing::Subprocess::Spawn(argv);
     ASSERT_TRUE(plugin.ok()) << plugin.status();
     plugin_ = *std::move(plugin);
   }
@@ -87,8 +101,9 @@ class DevicePluginTest : public DataPlaneTest {
   // The kubelet (re)starting: it deletes every socket of the directory.
   void StartKubelet() {
     if (kubelet_server_ != nullptr) kubelet_server_->Shutdown();
-    ::unlink((kubelet_dir_ + "/" + kEndpoint).c_str());
-    ::unlink((kubelet_dir_ + "/kubelet.sock").c_str());
+    for (const auto& entry : std::filesystem::directory_iterator(kubelet_dir_)) {
+      if (entry.is_socket()) std::filesystem::remove(entry.path());
+    }
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + kubelet_dir_ + "/kubelet.sock",
                              grpc::InsecureServerCredentials());
@@ -97,9 +112,9 @@ class DevicePluginTest : public DataPlaneTest {
     ASSERT_NE(kubelet_server_, nullptr);
   }
 
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> Plugin() {
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> Plugin(const std::string& endpoint = kEndpoint) {
     return v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
-        "unix:" + kubelet_dir_ + "/" + kEndpoint, grpc::InsecureChannelCredentials()));
+        "unix:" + kubelet_dir_ + "/" + endpoint, grpc::InsecureChannelCredentials()));
   }
 
   std::vector<std::string> GrantIds() {
@@ -122,14 +137,15 @@ class DevicePluginTest : public DataPlaneTest {
     return false;
   }
 
-  // One container holding `ids`.
-  v1beta1::AllocateResponse Allocate(const std::vector<std::string>& ids) {
+  // One container holding `ids` of the resource served at `endpoint`.
+  v1beta1::AllocateResponse Allocate(const std::vector<std::string>& ids,
+                                     const std::string& endpoint = kEndpoint) {
     v1beta1::AllocateRequest request;
     v1beta1::ContainerAllocateRequest* container = request.add_container_requests();
     for (const std::string& id : ids) container->add_devices_ids(id);
     grpc::ClientContext context;
     v1beta1::AllocateResponse response;
-    const grpc::Status status = Plugin()->Allocate(&context, request, &response);
+    const grpc::Status status = Plugin(endpoint)->Allocate(&context, request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response;
   }
@@ -267,6 +283,155 @@ TEST_F(DevicePluginTest, ForeignDeviceIdsAreRefused) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("\"gpu-0\" is not one of"));
   EXPECT_TRUE(GrantIds().empty());
+}
+
+constexpr char kDeviceResource[] = "aws.amazon.com/neuron";
+constexpr char kDeviceEndpoint[] = "neuron-rtd-neuron.sock";
+
+// The health of each listed device, by ID.
+std::map<std::string, std::string> HealthOf(const v1beta1::ListAndWatchResponse& listed) {
+  std::map<std::string, std::string> health;
+  for (const v1beta1::Device& device : listed.devices()) health[device.id()] = device.health();
+  return health;
+}
+
+// Reads updates until one satisfies `wanted` (the plugin sends one per
+// change it sees); false when the stream ends first.
+bool ReadUntil(grpc::ClientReader<v1beta1::ListAndWatchResponse>& stream,
+               const std::function<bool(const std::map<std::string, std::string>&)>& wanted) {
+  v1beta1::ListAndWatchResponse listed;
+  while (stream.Read(&listed)) {
+    if (wanted(HealthOf(listed))) return true;
+  }
+  return false;
+}
+
+// trn2.48xlarge: 16 devices of 4 cores (LNC=2) in a 4x4 torus, with
+// aws.amazon.com/neuron served beside aws.amazon.com/neuroncore.
+class DeviceResourceTest : public DevicePluginTest {
+ protected:
+  std::vector<std::string> DaemonArgs() const override {
+    return {"--sim-preset", "trn2.48xlarge"};
+  }
+  std::vector<std::string> ExtraPluginArgs() const override {
+    return {"--device-resource-name", kDeviceResource};
+  }
+};
+
+TEST_F(DeviceResourceTest, WholeDevicesAreGrantedAndWhatEitherResourceHoldsTheOtherShowsUnhealthy) {
+  kubelet_.AwaitRegistration(2);
+  std::map<std::string, std::string> endpoints;
+  for (const v1beta1::RegisterRequest& request : kubelet_.Registrations()) {
+    endpoints[request.resource_name()] = request.endpoint();
+  }
+  EXPECT_EQ(endpoints, (std::map<std::string, std::string>{{kResource, kEndpoint},
+                                                            {kDeviceResource, kDeviceEndpoint}}));
+
+  grpc::ClientContext device_context;
+  device_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto devices = Plugin(kDeviceEndpoint)->ListAndWatch(&device_context, v1beta1::Empty());
+  grpc::ClientContext core_context;
+  core_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto cores = Plugin()->ListAndWatch(&core_context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse listed;
+  ASSERT_TRUE(devices->Read(&listed));
+  ASSERT_EQ(listed.devices_size(), 16);
+  EXPECT_EQ(listed.devices(15).id(), "nd-15");
+  EXPECT_EQ(listed.devices(15).health(), "Healthy");
+  ASSERT_TRUE(cores->Read(&listed));
+  EXPECT_EQ(listed.devices_size(), 64);
+
+  {
+    // Device 1's neighbours are 0, 2, 5 and 13; 3 is not linked to 1.
+    v1beta1::PreferredAllocationRequest request;
+    auto* container = request.add_container_requests();
+    for (const char* id : {"nd-3", "nd-5", "nd-9"}) container->add_available_deviceids(id);
+    container->add_must_include_deviceids("nd-1");
+    container->set_allocation_size(2);
+    grpc::ClientContext context;
+    v1beta1::PreferredAllocationResponse preferred;
+    ASSERT_TRUE(Plugin(kDeviceEndpoint)->GetPreferredAllocation(&context, request, &preferred).ok());
+    EXPECT_THAT(preferred.container_responses(0).deviceids(), ElementsAre("nd-1", "nd-5"));
+  }
+
+  // A pod of device 1: its four cores, the device's HBM, its own grant.
+  pods_->SetContainers(
+      {{.pod = "pod-device", .resource_name = kDeviceResource, .device_ids = {"nd-1"}}});
+  const v1beta1::AllocateResponse allocated = Allocate({"nd-1"}, kDeviceEndpoint);
+  ASSERT_EQ(allocated.container_responses_size(), 1);
+  const v1beta1::ContainerAllocateResponse& container = allocated.container_responses(0);
+  EXPECT_EQ(container.envs().at("NEURON_RT_VISIBLE_CORES"), "4-7");
+  EXPECT_EQ(container.envs().at("NEURON_RTD_GRANT"), "nd1");
+  ASSERT_EQ(container.mounts_size(), 1);
+  EXPECT_EQ(container.mounts(0).host_path(), dir_.Join("grants/nd1"));
+  auto grants = Admin()->ListGrants();
+  ASSERT_TRUE(grants.ok());
+  ASSERT_EQ(grants->size(), 1u);
+  EXPECT_THAT(grants->front().cores, ElementsAre(4u, 5u, 6u, 7u));
+  EXPECT_EQ(grants->front().hbm_quota_bytes, uint64_t{96} << 30) << "the whole device's HBM";
+  auto session = neuronrt::Session::Open(
+      {.client = {.address = "unix:" + container.mounts(0).host_path() + "/neuron-rtd.sock"}});
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_THAT((*session)->cores(), ElementsAre(4u, 5u, 6u, 7u));
+
+  // The core resource stops offering the device's cores...
+  EXPECT_TRUE(ReadUntil(*cores, [](const auto& health) {
+    return health.at("nc-4") == "Unhealthy" && health.at("nc-7") == "Unhealthy" &&
+           health.at("nc-3") == "Healthy" && health.at("nc-8") == "Healthy";
+  }));
+  // ... and a core granted as a core takes its whole device out of the
+  // device resource.
+  pods_->SetContainers(
+      {{.pod = "pod-device", .resource_name = kDeviceResource, .device_ids = {"nd-1"}},
+       {.pod = "pod-core", .device_ids = {"nc-9"}}});
+  Allocate({"nc-9"});
+  EXPECT_TRUE(ReadUntil(*devices, [](const auto& health) {
+    return health.at("nd-2") == "Unhealthy" && health.at("nd-1") == "Healthy" &&
+           health.at("nd-3") == "Healthy";
+  })) << "device 1's own grant leaves it Healthy in its own resource";
+
+  // The device's pod is gone: its grant goes and its cores come back.
+  pods_->SetContainers({{.pod = "pod-core", .device_ids = {"nc-9"}}});
+  EXPECT_TRUE(AwaitGrants({"nc9"}));
+  EXPECT_TRUE(ReadUntil(*cores, [](const auto& health) { return health.at("nc-4") == "Healthy"; }));
+  device_context.TryCancel();
+  core_context.TryCancel();
+
+  // A device this host does not have.
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids("nd-16");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  const grpc::Status status = Plugin(kDeviceEndpoint)->Allocate(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("nd-16 is not one of this host's 16"));
+}
+
+TEST_F(DeviceResourceTest, BothResourcesRegisterAgainWhenTheKubeletRestarts) {
+  kubelet_.AwaitRegistration(2);
+  StartKubelet();
+  kubelet_.AwaitRegistration(4);
+  std::multiset<std::string> names;
+  for (const v1beta1::RegisterRequest& request : kubelet_.Registrations()) {
+    names.insert(request.resource_name());
+  }
+  EXPECT_EQ(names.count(kResource), 2u);
+  EXPECT_EQ(names.count(kDeviceResource), 2u);
+  grpc::ClientContext context;
+  v1beta1::DevicePluginOptions options;
+  EXPECT_TRUE(
+      Plugin(kDeviceEndpoint)->GetDevicePluginOptions(&context, v1beta1::Empty(), &options).ok());
+}
+
+TEST(DevicePluginFlagsTest, TwoResourcesOfOneSocketAreRefusedAtStart) {
+  auto plugin = testing::Subprocess::Spawn(
+      {NEURON_RTD_DEVICE_PLUGIN_BINARY, "--address", "unix:/nonexistent/rtd.sock",
+       "--device-resource-name", kDeviceResource, "--device-endpoint", kEndpoint});
+  ASSERT_TRUE(plugin.ok()) << plugin.status();
+  absl::StatusOr<int> exited = (*plugin)->Wait();
+  ASSERT_TRUE(exited.ok());
+  EXPECT_EQ(*exited, 2);
+  EXPECT_THAT((*plugin)->Stderr(), HasSubstr("is used by two resources"));
 }
 
 }  // namespace

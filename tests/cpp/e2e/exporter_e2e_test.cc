@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "e2e/data_plane_fixture.h"
 #include "httplib.h"
@@ -259,6 +260,37 @@ TEST_F(ExporterTest, PerCoreSeriesCarryThePodTheKubeletSaysHoldsTheCore) {
             1);
   EXPECT_GE(scrape.Value("neuron_rtd_exporter_pod_resources_errors_total"), 1);
   EXPECT_EQ(scrape.Value("neuron_rtd_daemon_up"), 1);
+}
+
+TEST_F(ExporterTest, APodHoldingAWholeDeviceLabelsEveryCoreOfIt) {
+  const std::string socket = dir_.Join("pod-resources.sock");
+  std::unique_ptr<testing::FakePodResources> kubelet = testing::FakePodResources::Serve(socket);
+  ASSERT_NE(kubelet, nullptr);
+  kubelet->SetContainers({{.pod = "train-0", .pod_namespace = "ml", .container = "worker",
+                           .resource_name = "aws.amazon.com/neuron", .device_ids = {"nd-0"}},
+                          // A device this host does not have.
+                          {.pod = "elsewhere", .resource_name = "aws.amazon.com/neuron",
+                           .device_ids = {"nd-7"}}});
+  exporter_->Signal(SIGTERM);
+  ASSERT_TRUE(exporter_->Wait().ok());
+  StartExporter({"--pod-resources-socket", socket});
+  Scrape scrape = ScrapeMetrics();
+  EXPECT_EQ(scrape.Value(R"(neuron_core_healthy{neuroncore="0",neuron_device_index="0"})"), 1)
+      << "without --device-resource-name the exporter does not know the resource";
+
+  exporter_->Signal(SIGTERM);
+  ASSERT_TRUE(exporter_->Wait().ok());
+  StartExporter({"--pod-resources-socket", socket, "--device-resource-name",
+                 "aws.amazon.com/neuron"});
+  scrape = ScrapeMetrics();
+  for (const char* core : {"0", "1"}) {
+    EXPECT_EQ(scrape.Value(absl::StrFormat(
+                  R"(neuron_core_healthy{neuroncore="%s",neuron_device_index="0",pod="train-0",namespace="ml",container="worker"})",
+                  core)),
+              1)
+        << core;
+  }
+  EXPECT_THAT(scrape.text, ::testing::Not(HasSubstr("elsewhere")));
 }
 
 // The metric names PromQL expressions use (histogram series by their
