@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   CLI::App app{"neuron-rtd: the Neuron runtime daemon. It owns the host's NeuronCores and HBM "
                "and serves PyTorch processes (torch_neuronx) over a Unix socket."};
   std::string config_path;
-  std::string socket_path, sim_preset, log_level, device_backend, nrt_library;
+  std::string socket_path, sim_preset, log_level, device_backend, nrt_library, sim_plugin;
   int64_t logical_nc_config = 0;
   int64_t idle_exit_seconds = 0;
   std::string compiler_python, compiler_cache_dir;
@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
                  "(device.backend)");
   app.add_option("--nrt-library", nrt_library,
                  "path of libnrt.so.1 for the nrt backend (device.nrt_library)");
+  app.add_option("--sim-plugin", sim_plugin,
+                 "path of libneuron_rtd_sim.so, the simulated backend (device.sim_plugin)");
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn, error, critical or off (log.level)");
   app.add_option("--logical-nc-config", logical_nc_config,
@@ -137,6 +139,7 @@ int main(int argc, char** argv) {
   if (app.count("--log-level") > 0) overrides.log_level = log_level;
   if (app.count("--device-backend") > 0) overrides.device_backend = device_backend;
   if (app.count("--nrt-library") > 0) overrides.nrt_library = nrt_library;
+  if (app.count("--sim-plugin") > 0) overrides.sim_plugin = sim_plugin;
   if (app.count("--logical-nc-config") > 0) overrides.logical_nc_config = logical_nc_config;
   if (app.count("--idle-exit") > 0) overrides.idle_exit_seconds = idle_exit_seconds;
   if (app.count("--compiler-python") > 0) overrides.compiler_python = compiler_python;

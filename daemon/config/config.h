@@ -48,6 +48,9 @@ struct LogConfig {
 struct DeviceConfig {
   // "sim" or "nrt".
   std::string backend = "sim";
+  // libneuron_rtd_sim.so, the simulated backend and the nrt backend's host
+  // execution path (empty: <the daemon's directory>/../lib/neuron-rtd/).
+  std::string sim_plugin;
   // Physical NeuronCores per logical core (NEURON_LOGICAL_NC_CONFIG): 1 or 2;
   // 0 takes the platform's default.
   uint32_t logical_nc_config = 0;
@@ -179,6 +182,7 @@ struct ConfigOverrides {
   std::optional<std::string> log_level;     // --log-level
   std::optional<std::string> device_backend;  // --device-backend
   std::optional<std::string> nrt_library;     // --nrt-library
+  std::optional<std::string> sim_plugin;      // --sim-plugin
   std::optional<int64_t> logical_nc_config; // --logical-nc-config
   std::optional<int64_t> idle_exit_seconds; // --idle-exit
   std::optional<std::string> compiler_python;       // --compiler-python

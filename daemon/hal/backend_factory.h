@@ -17,6 +17,9 @@ namespace neuron::rtd::hal {
 struct BackendOptions {
   // "sim" (the simulated Trainium) or "nrt" (real Trainium through libnrt).
   std::string kind = "sim";
+  // libneuron_rtd_sim.so: the sim, and the nrt backend's host execution
+  // path (empty: DefaultSimPluginPath()).
+  std::string sim_plugin;
   // Physical NeuronCores per logical core; 0 takes the platform's default.
   uint32_t logical_nc_config = 0;
   // The sim's topology preset.
@@ -38,12 +41,9 @@ struct BackendOptions {
   compiler::GraphCompiler* graph_compiler = nullptr;
 };
 
-// The torch version graphs compiled for the backend must be built with
-// (the sim runs them with its own libtorch).
-std::string GraphCompilerTorchVersion();
-
-// INVALID_ARGUMENT naming the known kinds for an unknown one; the backend's
-// own errors otherwise.
+// INVALID_ARGUMENT naming the known kinds for an unknown one; the sim
+// plugin's load error for "sim"; the backend's own errors otherwise. The nrt
+// backend starts without the plugin (it then runs NEFFs only, and says so).
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const BackendOptions& options,
                                                        OsSysCalls& sys_calls);
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "daemon/hal/backend_factory.h"
+#include "daemon/hal/sim_plugin.h"
 #include "daemon/server/unimplemented_interceptor.h"
 #include "neuron/rtd/socket_paths.h"
 #include "spdlog/spdlog.h"
@@ -136,10 +137,13 @@ std::string CompilerWorkerScript(const CompilerSettings& settings) {
 }
 
 // The compiler of hot graphs, or null (graphs stay interpreted) when it is
-// turned off or its cache directory cannot be used.
-std::unique_ptr<compiler::CompileService> MakeCompiler(const CompilerSettings& settings,
-                                                       OsSysCalls& sys_calls) {
+// turned off, its cache directory cannot be used, or there is no sim plugin
+// to run what it builds (with the torch `plugin` was built with).
+std::unique_ptr<compiler::CompileService> MakeCompiler(
+    const CompilerSettings& settings, const absl::StatusOr<const hal::sim::SimPluginApi*>& plugin,
+    OsSysCalls& sys_calls) {
   if (settings.compile_after_launches == 0) return nullptr;
+  if (!plugin.ok()) return nullptr;
   const std::string cache_dir = CompilerCacheDir(settings);
   if (cache_dir.empty()) {
     spdlog::warn("compiled graphs are off: no [compiler] cache_dir, and neither "
@@ -163,7 +167,7 @@ std::unique_ptr<compiler::CompileService> MakeCompiler(const CompilerSettings& s
               .cache = compiler::ArtifactCacheOptions{.directory = cache_dir,
                                                       .max_bytes = settings.max_cache_bytes},
               .compile_after_launches = settings.compile_after_launches,
-              .torch_version = hal::GraphCompilerTorchVersion(),
+              .torch_version = (*plugin)->torch_version,
               .cpu_id = compiler::HostCpuId()},
           sys_calls);
   if (!service.ok()) {
@@ -217,10 +221,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
                                                        OsSysCalls& sys_calls) {
   absl::StatusOr<std::map<uint32_t, uint32_t>> weights = WeightsByUid(config.scheduler);
   if (!weights.ok()) return weights.status();
+  const std::string sim_plugin =
+      config.device.sim_plugin.empty() ? hal::DefaultSimPluginPath() : config.device.sim_plugin;
   std::unique_ptr<compiler::CompileService> graph_compiler =
-      MakeCompiler(config.compiler, sys_calls);
+      MakeCompiler(config.compiler, hal::LoadSimPlugin(sim_plugin), sys_calls);
   absl::StatusOr<std::unique_ptr<hal::Backend>> backend =
       hal::CreateBackend(hal::BackendOptions{.kind = config.device.backend,
+                                             .sim_plugin = sim_plugin,
                                              .logical_nc_config = config.device.logical_nc_config,
                                              .sim_preset = config.sim.preset,
                                              .sim_max_launch_host_bytes =

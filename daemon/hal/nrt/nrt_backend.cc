@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "daemon/hal/sim/sim_backend.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
 
@@ -77,10 +76,11 @@ std::vector<TensorLayout> BoundTensors(const ExecutableSpec& spec) {
 NrtBackend::NrtBackend(std::shared_ptr<NrtRuntime> runtime,
                        std::shared_ptr<ModelCache> models,
                        std::vector<std::unique_ptr<NrtDevice>> devices,
-                       compiler::GraphCompiler* graph_compiler)
+                       HostKernels host_kernels, compiler::GraphCompiler* graph_compiler)
     : runtime_(std::move(runtime)),
       models_(std::move(models)),
       devices_(std::move(devices)),
+      host_kernels_(std::move(host_kernels)),
       graph_compiler_(graph_compiler) {
   for (const auto& device : devices_) device_views_.push_back(device.get());
 }
@@ -116,8 +116,12 @@ absl::StatusOr<std::unique_ptr<Executable>> NrtBackend::PrepareNeff(const NeffPl
 absl::StatusOr<std::unique_ptr<Executable>> NrtBackend::PrepareExecutable(
     const ExecutableSpec& spec) {
   if (const auto* neff = std::get_if<NeffPlan>(&spec)) return PrepareNeff(*neff);
+  if (absl::Status available = host_kernels_.Available("an eager op, a graph or an NKI kernel");
+      !available.ok()) {
+    return available;
+  }
   absl::StatusOr<std::unique_ptr<sim::SimExecutable>> host =
-      sim::PrepareHostExecutable(spec, graph_compiler_);
+      host_kernels_.api->prepare_host_executable(spec, graph_compiler_);
   if (!host.ok()) return host.status();
   return std::unique_ptr<Executable>(
       std::make_unique<HostExecutable>(*std::move(host), BoundTensors(spec)));
@@ -263,11 +267,11 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
         sim::HbmArena::Reserve(hbm.address, hbm.size, sys_calls);
     if (!mirror.ok()) return mirror.status();
     devices.push_back(std::make_unique<NrtDevice>(
-        std::move(info), hbm, runtime, vncs, *std::move(mirror), options.host_launch, models,
+        std::move(info), hbm, runtime, vncs, *std::move(mirror), options.host_kernels, models,
         absl::StrFormat("%s/neuron%d", options.sysfs_root, chip)));
   }
   return std::make_unique<NrtBackend>(std::move(runtime), std::move(models), std::move(devices),
-                                      options.graph_compiler);
+                                      options.host_kernels, options.graph_compiler);
 }
 
 }  // namespace neuron::rtd::hal::nrt

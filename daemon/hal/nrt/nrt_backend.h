@@ -17,7 +17,6 @@
 #include "daemon/hal/nrt/nrt_device.h"
 #include "daemon/hal/nrt/nrt_runtime.h"
 #include "daemon/hal/nrt/sysfs_topology.h"
-#include "daemon/hal/sim/sim_executable.h"
 
 namespace neuron::rtd::hal::nrt {
 
@@ -35,8 +34,8 @@ struct NrtOptions {
   // names, physical cores and links. Where unreadable, the cores are taken
   // as trn2's (8 physical per chip) and the links are not known.
   std::string sysfs_root = kNeuronSysfsRoot;
-  // How the host execution path runs the sim's kernels.
-  sim::LaunchSettings host_launch;
+  // The sim's kernels, and how the host execution path runs them.
+  HostKernels host_kernels;
   // Compiles hot graphs of the host execution path; may be null.
   compiler::GraphCompiler* graph_compiler = nullptr;
 };
@@ -44,7 +43,7 @@ struct NrtOptions {
 class NrtBackend final : public Backend {
  public:
   NrtBackend(std::shared_ptr<NrtRuntime> runtime, std::shared_ptr<ModelCache> models,
-             std::vector<std::unique_ptr<NrtDevice>> devices,
+             std::vector<std::unique_ptr<NrtDevice>> devices, HostKernels host_kernels,
              compiler::GraphCompiler* graph_compiler);
 
   BackendKind kind() const override { return BackendKind::kHardware; }
@@ -64,6 +63,7 @@ class NrtBackend final : public Backend {
   std::atomic<uint64_t> next_neff_key_{1};
   std::vector<std::unique_ptr<NrtDevice>> devices_;
   std::vector<Device*> device_views_;
+  const HostKernels host_kernels_;
   compiler::GraphCompiler* const graph_compiler_;
 };
 

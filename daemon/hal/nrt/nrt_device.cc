@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "daemon/hal/nrt/sysfs_ecc.h"
-#include "daemon/hal/sim/aten_kernels.h"
+#include "daemon/hal/sim/arena_operand.h"
 #include "daemon/hal/sim/engine_attribution.h"
 #include "neuron/rtd/abi/command_ring.h"
 
@@ -21,16 +21,24 @@ constexpr size_t kLaunchSignaturesPerCore = 256;
 
 }  // namespace
 
+absl::Status HostKernels::Available(std::string_view what) const {
+  if (api != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s runs on the host execution path, which this neuron-rtd does not have (it runs NEFFs "
+      "only): %s",
+      what, missing));
+}
+
 NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
                      std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
-                     sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models,
+                     HostKernels host_kernels, std::shared_ptr<ModelCache> models,
                      std::string sysfs_dir)
     : info_(std::move(info)),
       hbm_(hbm),
       runtime_(std::move(runtime)),
       vncs_(std::move(vncs)),
       mirror_(std::move(mirror)),
-      host_launch_(host_launch),
+      host_kernels_(std::move(host_kernels)),
       models_(std::move(models)),
       sysfs_dir_(std::move(sysfs_dir)),
       core_locks_(new absl::Mutex[vncs_.size()]),
@@ -248,6 +256,10 @@ absl::Status NrtDevice::WriteFromMirror(uint64_t address, uint64_t bytes) {
 
 absl::Status NrtDevice::Reduce(const Reduction& reduction, uint64_t destination,
                                std::span<const ReduceOperand> sources) {
+  if (absl::Status available = host_kernels_.Available("a collective's reduction");
+      !available.ok()) {
+    return available;
+  }
   const uint64_t bytes = reduction.count * ElementBytes(reduction.type);
   std::vector<NrtDevice*> devices{this};
   std::vector<sim::ArenaOperand> operands;
@@ -276,7 +288,8 @@ absl::Status NrtDevice::Reduce(const Reduction& reduction, uint64_t destination,
   }
   if (absl::Status read = ReadToMirror(destination, bytes); !read.ok()) return read;
   host_launches_[0].fetch_add(1, std::memory_order_relaxed);
-  if (absl::Status reduced = sim::ReduceInArenas(reduction, *mirror_, destination, operands);
+  if (absl::Status reduced =
+          host_kernels_.api->reduce_in_arenas(reduction, *mirror_, destination, operands);
       !reduced.ok()) {
     return reduced;
   }
@@ -288,6 +301,10 @@ absl::Status NrtDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
   if (executable_id != NEURON_RTD_EXEC_BUILTIN_ADD_F32) {
     return absl::NotFoundError(absl::StrFormat("no built-in executable %d", executable_id));
   }
+  if (absl::Status available = host_kernels_.Available("a built-in executable");
+      !available.ok()) {
+    return available;
+  }
   absl::StatusOr<uint64_t> count = BuiltinAddF32Count(arguments, scalars);
   if (!count.ok()) return count.status();
   absl::MutexLock lock(&host_mutex_);
@@ -297,7 +314,10 @@ absl::Status NrtDevice::RunBuiltin(uint64_t executable_id, std::span<const uint6
     }
   }
   host_launches_[0].fetch_add(1, std::memory_order_relaxed);
-  if (absl::Status ran = sim::RunAddF32(*mirror_, arguments, scalars); !ran.ok()) return ran;
+  if (absl::Status ran = host_kernels_.api->run_add_f32(*mirror_, arguments, scalars);
+      !ran.ok()) {
+    return ran;
+  }
   return WriteFromMirror(arguments[2], *count * sizeof(float));
 }
 
@@ -313,7 +333,8 @@ absl::Status NrtDevice::RunOnHost(const HostExecutable& executable, uint32_t cor
     }
   }
   host_launches_[core].fetch_add(1, std::memory_order_relaxed);
-  absl::Status ran = executable.executable().Run(*mirror_, bindings, immediates, host_launch_);
+  absl::Status ran = executable.executable().Run(*mirror_, bindings, immediates,
+                                                      host_kernels_.launch);
   // An operator error leaves device memory as it was: nothing is written back.
   if (!ran.ok()) return ran;
   // Every tensor goes back, inputs too: kernels write more than their

@@ -22,8 +22,21 @@
 #include "daemon/hal/nrt/nrt_runtime.h"
 #include "daemon/hal/sim/hbm_arena.h"
 #include "daemon/hal/sim/sim_executable.h"
+#include "daemon/hal/sim/sim_plugin_api.h"
 
 namespace neuron::rtd::hal::nrt {
+
+// The sim's kernels the host execution path runs (libneuron_rtd_sim.so).
+struct HostKernels {
+  // Null when the plugin could not be loaded; `missing` says why.
+  const sim::SimPluginApi* api = nullptr;
+  std::string missing;
+  sim::LaunchSettings launch;
+
+  // FAILED_PRECONDITION naming `what` and why there is no host execution
+  // path, when there is none.
+  absl::Status Available(std::string_view what) const;
+};
 
 // What the host execution path runs: a sim executable, with the tensors its
 // launches name (read in before the launch and written back after).
@@ -55,7 +68,7 @@ class NrtDevice final : public Device {
   // counts), which need not exist.
   NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
             std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
-            sim::LaunchSettings host_launch, std::shared_ptr<ModelCache> models,
+            HostKernels host_kernels, std::shared_ptr<ModelCache> models,
             std::string sysfs_dir);
   ~NrtDevice() override;
 
@@ -140,7 +153,7 @@ class NrtDevice final : public Device {
   const std::shared_ptr<NrtRuntime> runtime_;
   const std::vector<int32_t> vncs_;
   const std::unique_ptr<sim::HbmArena> mirror_;
-  const sim::LaunchSettings host_launch_;
+  const HostKernels host_kernels_;
   const std::shared_ptr<ModelCache> models_;
   const std::string sysfs_dir_;
   // One lock per logical core of the device, by position in vncs_.

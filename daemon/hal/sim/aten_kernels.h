@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "daemon/hal/reduction.h"
 #include "daemon/hal/sim/hbm_arena.h"
+#include "daemon/hal/sim/arena_operand.h"
 
 namespace neuron::rtd::hal::sim {
 
@@ -16,13 +17,6 @@ namespace neuron::rtd::hal::sim {
 // element count.
 absl::Status RunAddF32(HbmArena& arena, std::span<const uint64_t> arguments,
                        std::span<const uint8_t> scalars);
-
-// Memory of a reduction's operand in an arena (a sim device's HBM, or the
-// host mirror of another backend's).
-struct ArenaOperand {
-  HbmArena* arena = nullptr;
-  uint64_t address = 0;
-};
 
 // The collective engine's reduction (Device::Reduce) over arenas: every
 // source into `destination` of `destination_arena`, which may be

@@ -1,7 +1,5 @@
 #include "daemon/hal/sim/sim_backend.h"
 
-#include <torch/headeronly/version.h>
-
 #include "absl/strings/str_cat.h"
 #include "daemon/hal/sim/aten_executable.h"
 #include "daemon/hal/sim/graph_executable.h"
@@ -37,8 +35,6 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareHostExecutable(
   if (const auto* kernel = std::get_if<NkiKernelPlan>(&spec)) return PrepareNkiExecutable(*kernel);
   return absl::InvalidArgumentError("a NEFF does not run on the host");
 }
-
-std::string LinkedTorchVersion() { return TORCH_VERSION; }
 
 absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& options,
                                                              OsSysCalls& sys_calls) {

@@ -54,10 +54,6 @@ class SimBackend final : public Backend {
 absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareHostExecutable(
     const ExecutableSpec& spec, compiler::GraphCompiler* graph_compiler);
 
-// The version of the torch the sim runs kernels with ("2.13.0"): compiled
-// graphs must be built by the same.
-std::string LinkedTorchVersion();
-
 // INVALID_ARGUMENT for an unknown preset or a bad LNC (the message names the
 // valid values); RESOURCE_EXHAUSTED when the HBM cannot be reserved.
 absl::StatusOr<std::unique_ptr<SimBackend>> CreateSimBackend(const SimOptions& options,

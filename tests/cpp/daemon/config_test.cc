@@ -40,6 +40,7 @@ level = "debug"
 backend = "nrt"
 logical_nc_config = 1
 nrt_library = "/opt/aws/neuron/lib/libnrt.so.1"
+sim_plugin = "/usr/lib/neuron-rtd/libneuron_rtd_sim.so"
 nrt_visible_cores = "4-7"
 nrt_sysfs_root = "/host/sys/devices/virtual/neuron_device"
 
@@ -63,6 +64,7 @@ recursive_doubling_max_bytes = 0
   EXPECT_EQ(config->device.logical_nc_config, 1u);
   EXPECT_EQ(config->device.backend, "nrt");
   EXPECT_EQ(config->device.nrt_library, "/opt/aws/neuron/lib/libnrt.so.1");
+  EXPECT_EQ(config->device.sim_plugin, "/usr/lib/neuron-rtd/libneuron_rtd_sim.so");
   EXPECT_EQ(config->device.nrt_visible_cores, "4-7");
   EXPECT_EQ(config->fabric.provider, "efa");
   EXPECT_EQ(config->fabric.interface, "rdmap0s6-rdm");
@@ -289,6 +291,7 @@ TEST(ConfigTest, FlagsOverrideTheFile) {
   overrides.logical_nc_config = 1;
   overrides.device_backend = "nrt";
   overrides.nrt_library = "/tmp/libnrt.so.1";
+  overrides.sim_plugin = "/tmp/libneuron_rtd_sim.so";
   overrides.fabric_provider = "tcp;ofi_rxm";
   overrides.fabric_interface = "lo";
   ASSERT_TRUE(ApplyOverrides(overrides, *config).ok());
@@ -296,6 +299,7 @@ TEST(ConfigTest, FlagsOverrideTheFile) {
   EXPECT_EQ(config->fabric.interface, "lo");
   EXPECT_EQ(config->device.backend, "nrt");
   EXPECT_EQ(config->device.nrt_library, "/tmp/libnrt.so.1");
+  EXPECT_EQ(config->device.sim_plugin, "/tmp/libneuron_rtd_sim.so");
   EXPECT_EQ(config->sim.preset, "trn2.3xlarge");
   EXPECT_EQ(config->server.socket_path, "/tmp/x.sock");
   EXPECT_EQ(config->device.logical_nc_config, 1u);

@@ -166,6 +166,20 @@ TEST_F(DaemonLifecycleTest, BadFlagValueIsAnError) {
   EXPECT_THAT(result.err, AllOf(HasSubstr("\"trn1\""), HasSubstr("--sim-preset")));
 }
 
+TEST_F(DaemonLifecycleTest, TheSimBackendNeedsItsPluginAndSaysWhereItLooked) {
+  const std::string absent = dir_.Join("lib/neuron-rtd/libneuron_rtd_sim.so");
+  testing::CommandResult missing = testing::RunCommand(
+      testing::DaemonArgv({"--sim-plugin", absent, "--socket", socket_}));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.err, AllOf(HasSubstr("cannot load the simulated backend's plugin"),
+                                 HasSubstr(absent), HasSubstr("sim_plugin")));
+  // A shared library that is not the plugin.
+  testing::CommandResult foreign = testing::RunCommand(
+      testing::DaemonArgv({"--sim-plugin", NEURON_FAKE_NRT_LIBRARY, "--socket", socket_}));
+  EXPECT_NE(foreign.exit_code, 0);
+  EXPECT_THAT(foreign.err, HasSubstr("is not neuron-rtd's simulated backend plugin"));
+}
+
 TEST_F(DaemonLifecycleTest, ConfigFileIsUsedAndFlagsOverrideIt) {
   const std::string config = dir_.WriteFile(
       "rtd.toml", "[server]\nsocket = \"" + socket_ + "\"\n[sim]\npreset = \"trn3\"\n");

@@ -22,6 +22,7 @@
 namespace neuron {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // A test NEFF: the real container around the fake libnrt's neff.json.
@@ -53,17 +54,19 @@ class NrtBackendTest : public ::testing::Test {
   // `sysfs`: the Neuron driver's device directories the daemon sees; none
   // by default (the host's own, if any, must not leak into tests).
   void Start(const std::string& faults = "",
-             const std::vector<testing::FakeNeuronDevice>& sysfs = {}) {
+             const std::vector<testing::FakeNeuronDevice>& sysfs = {},
+             const std::vector<std::string>& more_args = {}) {
     socket_ = dir_.Join("rtd.sock");
     const std::string sysfs_root = dir_.Join("sysfs");
     std::filesystem::create_directories(sysfs_root);
     testing::WriteFakeNeuronSysfs(sysfs_root, sysfs);
     const std::string config = dir_.WriteFile(
         "rtd.toml", absl::StrFormat("[device]\nnrt_sysfs_root = \"%s\"\n", sysfs_root));
-    auto daemon = testing::StartDaemon({"--config", config, "--socket", socket_,
-                                        "--device-backend", "nrt", "--nrt-library",
-                                        NEURON_FAKE_NRT_LIBRARY},
-                                       FakeEnvironment(faults));
+    std::vector<std::string> args = {"--config", config, "--socket", socket_,
+                                     "--device-backend", "nrt", "--nrt-library",
+                                     NEURON_FAKE_NRT_LIBRARY};
+    args.insert(args.end(), more_args.begin(), more_args.end());
+    auto daemon = testing::StartDaemon(args, FakeEnvironment(faults));
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = *std::move(daemon);
     auto session = neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
@@ -194,6 +197,31 @@ TEST_F(NrtBackendTest, ProfilesShowWhatRanOnTheHostInsteadOfTheCore) {
   EXPECT_EQ(records->commands[0].engine, neuronrt::Engine::kUnspecified);
   EXPECT_EQ(records->commands[1].engine, neuronrt::Engine::kHost);
   EXPECT_STREQ(neuronrt::EngineName(records->commands[1].engine), "Host");
+}
+
+TEST_F(NrtBackendTest, WithoutTheSimPluginNeffsRunAndHostWorkIsRefusedNamingThePlugin) {
+  const std::string absent = dir_.Join("absent/libneuron_rtd_sim.so");
+  Start("", {}, {"--sim-plugin", absent});
+  auto neff = *session_->LoadNeff(TestNeff("add", 2, 2), "add");
+  std::shared_ptr<neuronrt::Stream> stream = *session_->CreateStream(0);
+  const std::vector<uint64_t> at = Buffers(0, 3);
+  const std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40};
+  ASSERT_TRUE(stream->CopyToDevice(at[0], a.data(), 16).ok());
+  ASSERT_TRUE(stream->CopyToDevice(at[1], b.data(), 16).ok());
+  ASSERT_TRUE(stream->Launch(neff.executable_id, at, {}, "add").ok());
+  std::vector<float> out(4);
+  ASSERT_TRUE(stream->CopyToHost(out.data(), at[2], 16).ok());
+  EXPECT_EQ(out, (std::vector<float>{11, 22, 33, 44}));
+
+  std::shared_ptr<neuronrt::Stream> host = *session_->CreateStream(0);
+  const uint64_t count = 4;
+  absl::Status refused =
+      host->Launch(NEURON_RTD_EXEC_BUILTIN_ADD_F32, at,
+                   std::span(reinterpret_cast<const uint8_t*>(&count), 8), "aten::add")
+          .status();
+  if (refused.ok()) refused = host->Synchronize();
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(), AllOf(HasSubstr("host execution path"), HasSubstr(absent)));
 }
 
 TEST_F(NrtBackendTest, AMalformedNeffIsRefusedBeforeTheRuntimeSeesIt) {
