@@ -129,7 +129,8 @@ struct CompilerSettings {
   uint32_t compile_after_launches = 2;
   // The Python interpreter whose torch is the daemon's version.
   std::string python = "python3";
-  // neuron_compile_worker.py; empty: the one beside the neuron-rtd binary.
+  // neuron_compile_worker.py; empty: the one in ../lib/neuron-rtd/ from the
+  // neuron-rtd binary's directory.
   std::string worker;
   // Compiled graphs; empty: $CACHE_DIRECTORY (systemd), else
   // $XDG_CACHE_HOME/neuron-rtd, else ~/.cache/neuron-rtd.

@@ -11,13 +11,14 @@
 
 namespace neuron::rtd::hal {
 
-std::string DefaultSimPluginPath() {
+std::string InstalledBesideDaemon(std::string_view name) {
   std::error_code error;
   const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", error);
-  if (error) return std::string("/usr/lib/neuron-rtd/") + sim::kSimPluginFileName;
-  return (program.parent_path().parent_path() / "lib" / "neuron-rtd" / sim::kSimPluginFileName)
-      .string();
+  if (error) return (std::filesystem::path("/usr/lib/neuron-rtd") / name).string();
+  return (program.parent_path().parent_path() / "lib" / "neuron-rtd" / name).string();
 }
+
+std::string DefaultSimPluginPath() { return InstalledBesideDaemon(sim::kSimPluginFileName); }
 
 absl::StatusOr<const sim::SimPluginApi*> LoadSimPlugin(const std::string& path) {
   ::dlerror();

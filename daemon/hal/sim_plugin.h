@@ -5,16 +5,20 @@
 #define NEURON_RTD_DAEMON_HAL_SIM_PLUGIN_H_
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "daemon/hal/sim/sim_plugin_api.h"
 
 namespace neuron::rtd::hal {
 
-// Where the plugin is installed relative to the running program:
-// <dir of the executable>/../lib/neuron-rtd/libneuron_rtd_sim.so
-// (/usr/bin/neuron-rtd → /usr/lib/neuron-rtd/; the build tree and the wheel
-// lay it out alike).
+// Where the daemon's private files (the sim plugin, the compiler worker)
+// are installed relative to the running program:
+// <dir of the executable>/../lib/neuron-rtd/`name` (/usr/bin/neuron-rtd →
+// /usr/lib/neuron-rtd/; the build tree and the wheel lay them out alike).
+std::string InstalledBesideDaemon(std::string_view name);
+
+// InstalledBesideDaemon("libneuron_rtd_sim.so").
 std::string DefaultSimPluginPath();
 
 // dlopen (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE: the plugin's code and

@@ -126,14 +126,10 @@ std::string CompilerCacheDir(const CompilerSettings& settings) {
   return "";
 }
 
-// [compiler] worker, else the one installed beside this binary.
+// [compiler] worker, else the one installed beside the sim plugin.
 std::string CompilerWorkerScript(const CompilerSettings& settings) {
   if (!settings.worker.empty()) return settings.worker;
-  std::vector<char> path(4096);
-  const ssize_t length = ::readlink("/proc/self/exe", path.data(), path.size() - 1);
-  if (length <= 0) return "neuron_compile_worker.py";
-  const std::string self(path.data(), static_cast<size_t>(length));
-  return self.substr(0, self.rfind('/')) + "/neuron_compile_worker.py";
+  return hal::InstalledBesideDaemon("neuron_compile_worker.py");
 }
 
 // The compiler of hot graphs, or null (graphs stay interpreted) when it is
