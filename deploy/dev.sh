@@ -4,7 +4,8 @@
 #
 #   deploy/dev.sh build   install what is missing, configure and build
 #   deploy/dev.sh test    build, then run every test (CTest and pytest; a selection of the
-#                         Python tests again on the nrt backend over the fake libnrt), and
+#                         Python tests again on the nrt backend over the fake libnrt), build the
+#                         Debian packages and install and purge them (as `package`, quicker), and
 #                         the C++ tests again under AddressSanitizer and UndefinedBehaviorSanitizer
 #   deploy/dev.sh demo    build, train a small MLP and transformer on neuron (embedded daemon)
 #   deploy/dev.sh bench   build, run every benchmark; the last line is one JSON object
@@ -22,6 +23,9 @@
 #   deploy/dev.sh conformance  build, run every sample of PyTorch's OpInfo database on neuron
 #                           against the CPU (tests/conformance); prints the pass rate (`test`
 #                           runs the first sample of each operator and mode)
+#   deploy/dev.sh package  build the Debian packages (debian/, in build-deb/; the .deb files in
+#                           build-deb/debs/), then install, check and purge them on a throwaway
+#                           overlay of this system (needs root)
 #
 # Environment: BUILD_DIR (default: build), BUILD_TYPE (default: RelWithDebInfo),
 # PYTHON (interpreter that creates .venv; default: python3).
@@ -32,8 +36,10 @@ BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}"
 VENV="$ROOT/.venv"
 TORCH_VERSION="2.13.0"
-# ccache hits across checkouts in different directories (CI clones afresh).
+# ccache hits across checkouts in different directories (CI clones afresh),
+# and in the package build, whose HOME debhelper moves.
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ccache}"
 
 APT_PACKAGES=(
   g++ cmake ninja-build pkg-config ccache
@@ -42,6 +48,7 @@ APT_PACKAGES=(
   libsystemd-dev libgtest-dev libgmock-dev libxxhash-dev zlib1g-dev libfabric-dev libfabric1
   prometheus-cpp-dev libcpp-httplib-dev
   python3-dev python3-venv procps
+  debhelper help2man
 )
 PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
 # Test-only Python packages (the model suite, Hugging Face Transformers and
@@ -159,6 +166,8 @@ cmd_test() {
   "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models" \
     "$ROOT/tests/conformance"
   nrt_python_tests
+  # The fast slice of `package`.
+  package_slice
   # The fast slice of `sanitize`: the C++ suites under ASan and UBSan.
   sanitized_cpp_tests
 }
@@ -366,6 +375,52 @@ cmd_chaos() {
   NEURON_CHAOS_REPETITIONS="$repetitions" "$BUILD_DIR/bin/chaos_test"
 }
 
+# dpkg-buildpackage -b's steps, run from here so that nothing lands in the
+# repository's parent directory (.changes, .buildinfo) and build-deb/ stays
+# for the next build; then the install, check and purge test, which needs
+# root (`skip-without-root`: said and skipped instead of failing).
+build_and_test_packages() {
+  local debs="$ROOT/build-deb/debs"
+  rm -rf "$debs" && mkdir -p "$debs"
+  log "building the Debian packages into $debs"
+  (
+    cd "$ROOT"
+    dpkg-checkbuilddeps
+    # The build runs again each time, incremental in build-deb/ but
+    # configured afresh: CMake reads the compiler flags from the environment
+    # only into a new cache.
+    rm -f debian/debhelper-build-stamp build-deb/CMakeCache.txt
+    export DEB_BUILD_OPTIONS="parallel=$(nproc) noddebs" NEURON_PYTHON="$VENV/bin/python" \
+      NEURON_DEB_DIR="$debs"
+    debian/rules build
+    debian/rules binary
+  )
+  ls -l "$debs"
+  if [ "${1:-}" = skip-without-root ] && [ "$(id -u)" -ne 0 ] && ! sudo -n true 2>/dev/null; then
+    log "skipped the packages' install and purge test: it needs root (deploy/dev.sh package)"
+    return
+  fi
+  log "installing, checking and purging them on an overlay of this system"
+  as_root "$ROOT/tests/package/install_purge_test.sh" "$debs"
+}
+
+cmd_package() {
+  ensure_apt_packages
+  ensure_venv
+  build_and_test_packages
+}
+
+# The fast slice of `package`: the same packages, built with the test
+# build's compiler flags (its objects come from ccache) instead of Debian's
+# hardening flags, and compressed quickly.
+package_slice() {
+  (
+    export DEB_CFLAGS_SET="-O2 -g -DNDEBUG" DEB_CXXFLAGS_SET="-O2 -g -DNDEBUG" DEB_CPPFLAGS_SET="" \
+      DEB_LDFLAGS_SET="" NEURON_CMAKE_ARGS="-DNEURON_WERROR=ON" NEURON_DPKG_DEB_ARGS="-Zgzip -z1"
+    build_and_test_packages skip-without-root
+  )
+}
+
 cmd_bench() {
   cmd_build
   ensure_test_packages
@@ -383,8 +438,9 @@ case "${1:-}" in
   chaos) shift; cmd_chaos "$@" ;;
   models) cmd_models ;;
   conformance) cmd_conformance ;;
+  package) cmd_package ;;
   *)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
