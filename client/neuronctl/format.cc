@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -284,10 +286,53 @@ std::string FormatNanoseconds(uint64_t ns) {
 
 }  // namespace
 
-std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores) {
+namespace {
+
+std::string CountOrDash(const std::optional<uint64_t>& count) {
+  return count ? absl::StrFormat("%d", *count) : "-";
+}
+
+std::string DeviceMemoryTable(const std::vector<neuronrt::DeviceStats>& devices) {
+  std::vector<std::vector<std::string>> rows = {{"DEVICE", "HBM TOTAL", "TENSORS", "RUNTIME",
+                                                 "LARGEST FREE", "SEGMENTS", "HBM ECC CE/UE/REPAIR",
+                                                 "SRAM ECC CE/UE"}};
+  for (const neuronrt::DeviceStats& device : devices) {
+    const neuronrt::EccCounts& ecc = device.ecc;
+    rows.push_back({absl::StrFormat("%d", device.device_index),
+                    FormatBytes(device.hbm_total_bytes), FormatBytes(device.tensors_bytes),
+                    device.runtime_bytes ? FormatBytes(*device.runtime_bytes) : "-",
+                    FormatBytes(device.hbm_largest_free_bytes),
+                    absl::StrFormat("%d", device.hbm_segments),
+                    absl::StrFormat("%s/%s/%s", CountOrDash(ecc.mem_corrected),
+                                    CountOrDash(ecc.mem_uncorrected),
+                                    CountOrDash(ecc.mem_repairable_uncorrected)),
+                    absl::StrFormat("%s/%s", CountOrDash(ecc.sram_corrected),
+                                    CountOrDash(ecc.sram_uncorrected))});
+  }
+  return RenderTable(rows);
+}
+
+// The counts the device reports; the others left out (unknown is not 0).
+nlohmann::json EccJson(const neuronrt::EccCounts& ecc) {
+  nlohmann::json counts = nlohmann::json::object();
+  const std::pair<const char*, const std::optional<uint64_t>*> fields[] = {
+      {"mem_corrected", &ecc.mem_corrected},
+      {"mem_uncorrected", &ecc.mem_uncorrected},
+      {"mem_repairable_uncorrected", &ecc.mem_repairable_uncorrected},
+      {"sram_corrected", &ecc.sram_corrected},
+      {"sram_uncorrected", &ecc.sram_uncorrected}};
+  for (const auto& [name, count] : fields) {
+    if (count->has_value()) counts[name] = **count;
+  }
+  return counts;
+}
+
+}  // namespace
+
+std::string StatsTable(const neuronrt::Stats& stats) {
   std::vector<std::vector<std::string>> rows = {
       {"CORE", "UTIL", "NOW", "COMPLETED", "FAILED", "TIMED OUT", "HOST", "P50", "P99", "MAX"}};
-  for (const neuronrt::CoreStats& core : cores) {
+  for (const neuronrt::CoreStats& core : stats.cores) {
     const bool ran =
         core.executions_completed + core.executions_failed + core.executions_timed_out > 0;
     rows.push_back({absl::StrFormat("%d", core.core),
@@ -301,12 +346,12 @@ std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores) {
                     ran ? "<" + FormatNanoseconds(core.latency_p99_ns + 1) : "-",
                     ran ? "<" + FormatNanoseconds(core.latency_max_ns + 1) : "-"});
   }
-  return RenderTable(rows);
+  return RenderTable(rows) + "\n" + DeviceMemoryTable(stats.devices);
 }
 
-nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
+nlohmann::json StatsJson(const neuronrt::Stats& stats) {
   nlohmann::json list = nlohmann::json::array();
-  for (const neuronrt::CoreStats& core : cores) {
+  for (const neuronrt::CoreStats& core : stats.cores) {
     list.push_back({
         {"core", core.core},
         {"utilization", core.utilization},
@@ -321,7 +366,20 @@ nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores) {
         {"latency_max_ns", core.latency_max_ns},
     });
   }
-  return {{"cores", std::move(list)}};
+  nlohmann::json devices = nlohmann::json::array();
+  for (const neuronrt::DeviceStats& device : stats.devices) {
+    devices.push_back({
+        {"device", device.device_index},
+        {"hbm_total_bytes", device.hbm_total_bytes},
+        {"tensors_bytes", device.tensors_bytes},
+        {"runtime_bytes", device.runtime_bytes ? nlohmann::json(*device.runtime_bytes)
+                                               : nlohmann::json(nullptr)},
+        {"hbm_largest_free_bytes", device.hbm_largest_free_bytes},
+        {"hbm_segments", device.hbm_segments},
+        {"ecc", EccJson(device.ecc)},
+    });
+  }
+  return {{"cores", std::move(list)}, {"devices", std::move(devices)}};
 }
 
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target) {

@@ -36,8 +36,10 @@ nlohmann::json SessionsJson(const std::vector<neuronrt::SessionInfo>& sessions);
 std::string CommunicatorsTable(const std::vector<neuronrt::CommunicatorInfo>& communicators);
 nlohmann::json CommunicatorsJson(const std::vector<neuronrt::CommunicatorInfo>& communicators);
 
-std::string StatsTable(const std::vector<neuronrt::CoreStats>& cores);
-nlohmann::json StatsJson(const std::vector<neuronrt::CoreStats>& cores);
+// Per core, then per device: HBM by holder and the driver's ECC counts
+// ("-" where the backend cannot tell).
+std::string StatsTable(const neuronrt::Stats& stats);
+nlohmann::json StatsJson(const neuronrt::Stats& stats);
 
 std::string CacheText(const neuronrt::CacheInfo& cache);
 nlohmann::json CacheJson(const neuronrt::CacheInfo& cache);

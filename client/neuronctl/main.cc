@@ -234,9 +234,9 @@ int main(int argc, char** argv) {
     absl::StatusOr<neuronrt::Stats> taken = (*client)->GetStats();
     if (!taken.ok()) return Report(taken.status(), address);
     if (stats_json) {
-      std::cout << neuronctl::StatsJson(taken->cores).dump(2) << "\n";
+      std::cout << neuronctl::StatsJson(*taken).dump(2) << "\n";
     } else {
-      std::cout << neuronctl::StatsTable(taken->cores);
+      std::cout << neuronctl::StatsTable(*taken);
     }
     return 0;
   }

@@ -65,6 +65,42 @@ TEST(NeuronctlFormatTest, DevicesJsonCarriesEveryField) {
   EXPECT_EQ(device["connected_devices"], nlohmann::json({0, 2, 5, 13}));
 }
 
+TEST(NeuronctlFormatTest, StatsShowEachDevicesMemoryAndWhatEccCountsItReports) {
+  neuronrt::Stats stats;
+  stats.cores.push_back({.core = 0, .executions_completed = 3});
+  // The sim: every figure known.
+  stats.devices.push_back({.device_index = 0, .tensors_bytes = 3 << 20,
+                           .hbm_total_bytes = uint64_t{4} << 30,
+                           .hbm_largest_free_bytes = uint64_t{3} << 30, .hbm_segments = 2,
+                           .runtime_bytes = 0,
+                           .ecc = {.mem_corrected = 0, .mem_uncorrected = 0,
+                                   .mem_repairable_uncorrected = 0, .sram_corrected = 0,
+                                   .sram_uncorrected = 0}});
+  // A driver without corrected counts, a runtime whose memory is unknown.
+  stats.devices.push_back({.device_index = 1, .hbm_total_bytes = uint64_t{96} << 30,
+                           .ecc = {.mem_uncorrected = 2, .mem_repairable_uncorrected = 1,
+                                   .sram_uncorrected = 0}});
+  const std::string table = neuronctl::StatsTable(stats);
+  EXPECT_THAT(table, HasSubstr("CORE"));
+  EXPECT_THAT(table, HasSubstr("HBM ECC CE/UE/REPAIR"));
+  EXPECT_THAT(table, HasSubstr("3 MiB"));
+  EXPECT_THAT(table, HasSubstr("0/0/0"));
+  EXPECT_THAT(table, HasSubstr("-/2/1"));
+  EXPECT_THAT(table, HasSubstr("-/0"));
+
+  const nlohmann::json json = neuronctl::StatsJson(stats);
+  ASSERT_EQ(json["devices"].size(), 2u);
+  EXPECT_EQ(json["devices"][0]["tensors_bytes"], 3 << 20);
+  EXPECT_EQ(json["devices"][0]["runtime_bytes"], 0);
+  EXPECT_EQ(json["devices"][0]["ecc"].size(), 5u);
+  EXPECT_TRUE(json["devices"][1]["runtime_bytes"].is_null());
+  EXPECT_EQ(json["devices"][1]["ecc"],
+            (nlohmann::json{{"mem_uncorrected", 2}, {"mem_repairable_uncorrected", 1},
+                            {"sram_uncorrected", 0}}))
+      << "counts the driver does not report are left out, not 0";
+  EXPECT_EQ(json["cores"][0]["executions_completed"], 3);
+}
+
 TEST(NeuronctlFormatTest, SessionsTableAndJson) {
   neuronrt::SessionInfo session;
   session.session_id = 7;

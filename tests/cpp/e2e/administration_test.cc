@@ -67,10 +67,17 @@ TEST_F(DataPlaneTest, StatsCountEveryCoresCommands) {
   EXPECT_GT(cores[1]["latency_max_ns"].get<uint64_t>(), 0u);
   EXPECT_GE(cores[1]["latency_max_ns"].get<uint64_t>(), cores[1]["latency_p50_ns"].get<uint64_t>());
   EXPECT_EQ(cores[0]["recent_compute_utilization"], 0.0);
+  // The session's MiB on device 0, which the sim knows to the byte.
+  const nlohmann::json devices = nlohmann::json::parse(stats.out)["devices"];
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_GE(devices[0]["tensors_bytes"].get<uint64_t>(), kMiB);
+  EXPECT_EQ(devices[0]["runtime_bytes"], 0);
+  EXPECT_EQ(devices[0]["ecc"]["mem_uncorrected"], 0);
   testing::CommandResult table =
       testing::RunCommand({testing::NeuronctlBinary(), "--address", address(), "stats"});
   EXPECT_THAT(table.out, HasSubstr("UTIL"));
   EXPECT_THAT(table.out, HasSubstr("NOW"));
+  EXPECT_THAT(table.out, HasSubstr("TENSORS"));
 }
 
 TEST_F(DataPlaneTest, StatsCountSessionsByHowTheyEndedCommandsByKindAndTheDaemonProcess) {

@@ -359,6 +359,21 @@ TEST_F(NrtBackendTest, DeviceStatsShowWhatTheRuntimeHoldsAndTheDriversEccCounts)
   EXPECT_EQ(stats.devices[0].runtime_bytes, bytes.size());
   EXPECT_EQ(stats.devices[0].tensors_bytes, 1u << 16);
   EXPECT_EQ(stats.devices[1].runtime_bytes, 0u);
+
+  // neuronctl shows the same, and what the driver does not report as "-".
+  testing::CommandResult shown = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "stats", "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const nlohmann::json devices = nlohmann::json::parse(shown.out)["devices"];
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0]["runtime_bytes"], bytes.size());
+  EXPECT_EQ(devices[0]["ecc"], (nlohmann::json{{"mem_uncorrected", 2},
+                                               {"mem_repairable_uncorrected", 1},
+                                               {"sram_uncorrected", 0}}));
+  EXPECT_TRUE(devices[1]["ecc"].empty());
+  testing::CommandResult table = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "stats"});
+  EXPECT_THAT(table.out, HasSubstr("-/2/1"));
 }
 
 TEST_F(NrtBackendTest, WithoutSysfsTheRuntimesCountsDescribeTheDevices) {
