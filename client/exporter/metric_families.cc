@@ -121,6 +121,18 @@ void AddDaemon(const DaemonSnapshot& snapshot, Families& out) {
   }
 }
 
+}  // namespace
+
+Labels PodLabelsOf(const CoreHolders& holders, uint32_t core) {
+  const auto holder = holders.find(core);
+  if (holder == holders.end()) return {};
+  return {{"pod", holder->second.pod},
+          {"namespace", holder->second.pod_namespace},
+          {"container", holder->second.container}};
+}
+
+namespace {
+
 void AddCores(const DaemonSnapshot& snapshot, Families& out) {
   const std::map<uint32_t, uint32_t> device_of = DeviceOfCore(snapshot.devices);
   for (const neuronrt::CoreStats& core : snapshot.stats.cores) {
@@ -128,12 +140,8 @@ void AddCores(const DaemonSnapshot& snapshot, Families& out) {
     Labels labels = {
         {"neuroncore", Str(core.core)},
         {"neuron_device_index", device == device_of.end() ? "" : Str(device->second)}};
-    if (auto holder = snapshot.core_holders.find(core.core);
-        holder != snapshot.core_holders.end()) {
-      labels.insert(labels.end(), {{"pod", holder->second.pod},
-                                   {"namespace", holder->second.pod_namespace},
-                                   {"container", holder->second.container}});
-    }
+    const Labels pod = PodLabelsOf(snapshot.core_holders, core.core);
+    labels.insert(labels.end(), pod.begin(), pod.end());
     auto with = [&labels](Labels more) {
       Labels all = labels;
       all.insert(all.end(), more.begin(), more.end());

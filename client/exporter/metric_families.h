@@ -20,6 +20,10 @@ namespace neuron_exporter {
 // then +Inf; exact, because the daemon counts in power-of-two buckets.
 HistogramSample ExecutionDurationHistogram(const neuronrt::CoreStats& core);
 
+// pod, namespace and container of the container holding `core`; none when
+// no container does (or pod labels are off).
+Labels PodLabelsOf(const CoreHolders& holders, uint32_t core);
+
 // The ECC counts a device reports, by neuron-monitor's event_type
 // (mem_ecc_corrected, mem_ecc_uncorrected, sram_ecc_corrected,
 // sram_ecc_uncorrected) and, unless `neuron_monitor_types_only`, the

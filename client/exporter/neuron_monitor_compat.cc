@@ -66,9 +66,11 @@ void AddNeuronMonitorFamilies(const DaemonSnapshot& snapshot, const CpuSample& n
                               Families& out) {
   const neuronrt::Stats& stats = snapshot.stats;
   for (const neuronrt::CoreStats& core : stats.cores) {
+    Labels labels = {{"neuroncore", std::to_string(core.core)}, {"runtime_tag", kRuntimeTag}};
+    const Labels pod = PodLabelsOf(snapshot.core_holders, core.core);
+    labels.insert(labels.end(), pod.begin(), pod.end());
     out.Gauge("neuroncore_utilization_ratio",
-              "neuron-monitor: the NeuronCore's utilization, 0 to 1.",
-              {{"neuroncore", std::to_string(core.core)}, {"runtime_tag", kRuntimeTag}},
+              "neuron-monitor: the NeuronCore's utilization, 0 to 1.", labels,
               core.recent_compute_utilization);
   }
   uint64_t device_bytes = 0;

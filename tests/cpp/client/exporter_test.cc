@@ -169,6 +169,11 @@ TEST(ExporterFamiliesTest, ACoreAPodHoldsCarriesThePodOnEveryPerCoreSeries) {
   EXPECT_THAT(text, HasSubstr(R"(neuron_core_healthy{neuroncore="0",neuron_device_index="0",cluster="c1"} 1)"));
   EXPECT_THAT(text, Not(HasSubstr(R"(neuron_device_memory_total_bytes{neuron_device_index="0",pod)")));
   EXPECT_EQ(text.find(R"(pod=")"), text.find(R"(pod="train-0")"));
+
+  // neuron-monitor's per-core family too.
+  const std::string compat = Render(snapshot, /*per_session=*/false, /*compat=*/true);
+  EXPECT_THAT(compat, HasSubstr(R"(neuroncore_utilization_ratio{neuroncore="1",runtime_tag="neuron-rtd",pod="train-0",namespace="ml",container="worker")"));
+  EXPECT_THAT(compat, HasSubstr(R"(neuroncore_utilization_ratio{neuroncore="0",runtime_tag="neuron-rtd",cluster="c1"})"));
 }
 
 TEST(ExporterFamiliesTest, RuntimeMemoryAndEccCountsAreServedWhereTheDeviceReportsThem) {
