@@ -184,7 +184,8 @@ nrt_python_tests() {
     "$ROOT/tests/python/test_views.py" "$ROOT/tests/python/test_ops.py" \
     "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py" \
     "$ROOT/tests/python/test_neff.py" "$ROOT/tests/python/test_profiling.py" \
-    "$ROOT/tests/python/test_nki.py" \
+    "$ROOT/tests/python/test_nki.py" "$ROOT/tests/python/test_nki_rules.py" \
+    "$ROOT/tests/python/test_nki_daemon.py" "$ROOT/tests/python/test_nki_estimate.py" \
     "$ROOT/tests/python/test_distributed_hosts.py::test_every_collective_and_dtype_across_two_hosts" \
     "$ROOT/tests/python/test_distributed_hosts.py::test_point_to_point_all_to_all_gather_scatter_across_hosts"
 }
