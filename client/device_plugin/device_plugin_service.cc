@@ -131,8 +131,11 @@ absl::StatusOr<neuronrt::GrantInfo> DevicePluginService::EnsureGrant(
       resource_.unit == neuron_k8s::Unit::kCore ? *indices
                                                 : neuron_k8s::CoresOfDevices(topology, *indices);
   if (!cores.ok()) return cores.status();
-  return daemon_.CreateGrant(GrantIdFor(resource_.unit, *indices), *cores,
-                             HbmQuotaFor(topology, *cores), options_.grant_label);
+  absl::StatusOr<neuronrt::GrantInfo> grant =
+      daemon_.CreateGrant(GrantIdFor(resource_.unit, *indices), *cores,
+                          HbmQuotaFor(topology, *cores), options_.grant_label);
+  if (grant.ok()) options_.on_grant();
+  return grant;
 }
 
 grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,

@@ -7,6 +7,7 @@
 #define NEURON_RTD_DEVICE_PLUGIN_DEVICE_PLUGIN_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct ServiceOptions {
   std::string container_path = "/run/neuron-rtd";
   // The label of the grants the plugin makes: the ones it may delete.
   std::string grant_label = "neuron-rtd-device-plugin";
+  // Called (on a gRPC thread) after Allocate or PreStartContainer made or
+  // found a grant: the other resource must stop offering its cores at once,
+  // not at the next poll.
+  std::function<void()> on_grant = [] {};
 };
 
 // Thread-safety: the RPCs run on gRPC's threads; Update and Stop from any.

@@ -84,12 +84,19 @@ void PluginRunner::RequestStop() {
   stop_ = true;
 }
 
+void PluginRunner::RequestLook() {
+  absl::MutexLock lock(&mutex_);
+  look_requested_ = true;
+}
+
 absl::Status PluginRunner::Serve(Endpoint& endpoint) {
   // A socket left by an earlier plugin is replaced (the plugin watcher's
   // rule: delete old sockets and listen anew under the same name).
   ::unlink(endpoint.socket_path.c_str());
-  endpoint.service = std::make_unique<DevicePluginService>(daemon_, endpoint.served.resource,
-                                                           options_.service);
+  ServiceOptions service = options_.service;
+  service.on_grant = [this] { RequestLook(); };
+  endpoint.service =
+      std::make_unique<DevicePluginService>(daemon_, endpoint.served.resource, std::move(service));
   endpoint.service->Update(view_);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + endpoint.socket_path, grpc::InsecureServerCredentials());
@@ -213,10 +220,13 @@ absl::Status PluginRunner::Run() {
                                             [](const Endpoint& e) { return e.registered; });
     {
       absl::MutexLock lock(&mutex_);
-      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return stop_; };
-      mutex_.AwaitWithTimeout(absl::Condition(&stopping),
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+        return stop_ || look_requested_;
+      };
+      mutex_.AwaitWithTimeout(absl::Condition(&woken),
                               all_registered ? options_.poll_interval : absl::Milliseconds(100));
       if (stop_) break;
+      look_requested_ = false;
     }
     LookAtDaemon();
     for (Endpoint& endpoint : endpoints_) {

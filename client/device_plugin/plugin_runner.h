@@ -62,6 +62,9 @@ class PluginRunner {
   // Until RequestStop; an error when a resource's socket cannot be served.
   absl::Status Run();
   void RequestStop();
+  // Looks at the daemon (and updates every resource's devices) now rather
+  // than at the next poll.
+  void RequestLook();
 
  private:
   // One resource's service, socket and registration.
@@ -96,6 +99,7 @@ class PluginRunner {
   std::vector<neuronrt::GrantInfo> grants_;
   absl::Mutex mutex_;
   bool stop_ ABSL_GUARDED_BY(mutex_) = false;
+  bool look_requested_ ABSL_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace neuron_device_plugin

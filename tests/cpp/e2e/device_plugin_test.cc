@@ -69,6 +69,7 @@ class DevicePluginTest : public DataPlaneTest {
  protected:
   virtual std::vector<std::string> DaemonArgs() const { return {}; }
   virtual std::vector<std::string> ExtraPluginArgs() const { return {}; }
+  virtual std::string PollIntervalMs() const { return "50"; }
 
   void SetUp() override {
     StartDaemon(DaemonArgs());
@@ -80,7 +81,7 @@ class DevicePluginTest : public DataPlaneTest {
     ASSERT_NE(pods_, nullptr);
     std::vector<std::string> argv = {
         NEURON_RTD_DEVICE_PLUGIN_BINARY, "--address", address(), "--kubelet-dir", kubelet_dir_,
-        "--pod-resources-socket", pod_resources_, "--poll-interval-ms", "50",
+        "--pod-resources-socket", pod_resources_, "--poll-interval-ms", PollIntervalMs(),
         "--gc-grace-ms", "0"};
     for (const std::string& arg : ExtraPluginArgs()) argv.push_back(arg);
     auto plugin = testing::Subprocess::Spawn(argv);
@@ -421,6 +422,28 @@ TEST_F(DeviceResourceTest, BothResourcesRegisterAgainWhenTheKubeletRestarts) {
   v1beta1::DevicePluginOptions options;
   EXPECT_TRUE(
       Plugin(kDeviceEndpoint)->GetDevicePluginOptions(&context, v1beta1::Empty(), &options).ok());
+}
+
+// Polls ten minutes apart: only a grant wakes the plugin before the test's
+// deadline.
+class DeviceResourceBetweenPollsTest : public DeviceResourceTest {
+ protected:
+  std::string PollIntervalMs() const override { return "600000"; }
+};
+
+TEST_F(DeviceResourceBetweenPollsTest, AGrantHidesItsCoresFromTheOtherResourceAtOnce) {
+  kubelet_.AwaitRegistration(2);
+  grpc::ClientContext core_context;
+  core_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto cores = Plugin()->ListAndWatch(&core_context, v1beta1::Empty());
+  EXPECT_TRUE(ReadUntil(*cores, [](const auto& health) { return health.at("nc-4") == "Healthy"; }));
+  pods_->SetContainers(
+      {{.pod = "pod-device", .resource_name = kDeviceResource, .device_ids = {"nd-1"}}});
+  Allocate({"nd-1"}, kDeviceEndpoint);
+  EXPECT_TRUE(ReadUntil(*cores, [](const auto& health) {
+    return health.at("nc-4") == "Unhealthy" && health.at("nc-7") == "Unhealthy";
+  }));
+  core_context.TryCancel();
 }
 
 TEST(DevicePluginFlagsTest, TwoResourcesOfOneSocketAreRefusedAtStart) {
