@@ -35,14 +35,15 @@ def on_cpu(job):
     return titan_job.train(*job, "cpu", *STEPS)[1]
 
 
-def assert_same_steps(steps, reference, norms=True):
+def assert_same_steps(steps, reference, norms=True, learns=True):
     assert [step for step, *_ in steps] == [step for step, *_ in reference]
     assert len(steps) == int(STEPS[1])
     for (step, loss, norm, _), (_, reference_loss, reference_norm, _) in zip(steps, reference):
         assert loss == pytest.approx(reference_loss, rel=1e-3), f"step {step}"
         if norms:
             assert norm == pytest.approx(reference_norm, rel=1e-2, abs=1e-3), f"step {step}"
-    assert steps[-1][1] < steps[0][1], "the loss did not fall"
+    if learns:
+        assert steps[-1][1] < steps[0][1], "the loss did not fall"
 
 
 def test_llama3_debug_model_trains_on_neuron_as_on_cpu(job, on_cpu):
@@ -67,8 +68,12 @@ def test_ddp_and_fsdp2_over_two_processes_as_ddp_on_cpu(job):
     _, cpu_ddp = titan_job.train(*job, "cpu", *STEPS, *ONE_SAMPLE, *DDP, ranks=2)
     _, neuron_ddp = titan_job.train(*job, "neuron", *STEPS, *ONE_SAMPLE, *DDP, ranks=2)
     _, neuron_fsdp = titan_job.train(*job, "neuron", *STEPS, *ONE_SAMPLE, ranks=2)
-    assert_same_steps(neuron_ddp, cpu_ddp)
-    assert_same_steps(neuron_fsdp, cpu_ddp, norms=False)
+    # One sample per rank for four steps: the loss follows the samples drawn
+    # more than the learning (8.043 -> 8.064 on both twins in some runs), so
+    # only the twins' equality is asserted here; the one-process tests check
+    # that the loss falls.
+    assert_same_steps(neuron_ddp, cpu_ddp, learns=False)
+    assert_same_steps(neuron_fsdp, cpu_ddp, norms=False, learns=False)
 
 
 def test_memory_snapshots_for_pytorchs_visualiser(job):
