@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 
 namespace neuron_exporter {
 namespace {
@@ -211,8 +212,9 @@ void AddDevices(const DaemonSnapshot& snapshot, Families& out) {
     const auto stats = stats_of.find(device.index);
     if (stats == stats_of.end()) continue;
     constexpr char kMemoryUsedHelp[] =
-        "HBM in use, by category (tensors: what sessions allocated; runtime: what the runtime "
-        "below the daemon holds besides, such as loaded programs).";
+        "HBM in use, by category (tensors: what sessions allocated; model_code, constants, "
+        "scratchpad: loaded programs', where the driver tells them apart; runtime: what the "
+        "runtime below the daemon holds besides).";
     out.Gauge("neuron_device_memory_used_bytes", kMemoryUsedHelp,
               {{"neuron_device_index", Str(device.index)}, {"category", "tensors"}},
               static_cast<double>(stats->second->tensors_bytes));
@@ -220,6 +222,16 @@ void AddDevices(const DaemonSnapshot& snapshot, Families& out) {
       out.Gauge("neuron_device_memory_used_bytes", kMemoryUsedHelp,
                 {{"neuron_device_index", Str(device.index)}, {"category", "runtime"}},
                 static_cast<double>(*stats->second->runtime_bytes));
+    }
+    if (const auto& programs = stats->second->programs) {
+      for (const auto& [category, bytes] :
+           {std::pair{"model_code", programs->model_code},
+            std::pair{"constants", programs->constants},
+            std::pair{"scratchpad", programs->scratchpad}}) {
+        out.Gauge("neuron_device_memory_used_bytes", kMemoryUsedHelp,
+                  {{"neuron_device_index", Str(device.index)}, {"category", category}},
+                  static_cast<double>(bytes));
+      }
     }
     for (const auto& [type, count] :
          EccEvents(stats->second->ecc, /*neuron_monitor_types_only=*/false)) {

@@ -76,6 +76,10 @@ void AddNeuronMonitorFamilies(const DaemonSnapshot& snapshot, const CpuSample& n
   uint64_t device_bytes = 0;
   for (const neuronrt::DeviceStats& device : stats.devices) {
     device_bytes += device.tensors_bytes + device.runtime_bytes.value_or(0);
+    if (device.programs) {
+      device_bytes += device.programs->model_code + device.programs->constants +
+                      device.programs->scratchpad;
+    }
     for (const auto& [type, count] :
          EccEvents(device.ecc, /*neuron_monitor_types_only=*/true)) {
       out.Counter("hardware_ecc_events_total",

@@ -293,13 +293,17 @@ std::string CountOrDash(const std::optional<uint64_t>& count) {
 }
 
 std::string DeviceMemoryTable(const std::vector<neuronrt::DeviceStats>& devices) {
-  std::vector<std::vector<std::string>> rows = {{"DEVICE", "HBM TOTAL", "TENSORS", "RUNTIME",
-                                                 "LARGEST FREE", "SEGMENTS", "HBM ECC CE/UE/REPAIR",
-                                                 "SRAM ECC CE/UE"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"DEVICE", "HBM TOTAL", "TENSORS", "PROGRAMS", "RUNTIME", "LARGEST FREE", "SEGMENTS",
+       "HBM ECC CE/UE/REPAIR", "SRAM ECC CE/UE"}};
   for (const neuronrt::DeviceStats& device : devices) {
     const neuronrt::EccCounts& ecc = device.ecc;
+    const auto& programs = device.programs;
     rows.push_back({absl::StrFormat("%d", device.device_index),
                     FormatBytes(device.hbm_total_bytes), FormatBytes(device.tensors_bytes),
+                    programs ? FormatBytes(programs->model_code + programs->constants +
+                                           programs->scratchpad)
+                             : "-",
                     device.runtime_bytes ? FormatBytes(*device.runtime_bytes) : "-",
                     FormatBytes(device.hbm_largest_free_bytes),
                     absl::StrFormat("%d", device.hbm_segments),
@@ -374,6 +378,11 @@ nlohmann::json StatsJson(const neuronrt::Stats& stats) {
         {"tensors_bytes", device.tensors_bytes},
         {"runtime_bytes", device.runtime_bytes ? nlohmann::json(*device.runtime_bytes)
                                                : nlohmann::json(nullptr)},
+        {"program_bytes", device.programs
+                              ? nlohmann::json{{"model_code", device.programs->model_code},
+                                               {"constants", device.programs->constants},
+                                               {"scratchpad", device.programs->scratchpad}}
+                              : nlohmann::json(nullptr)},
         {"hbm_largest_free_bytes", device.hbm_largest_free_bytes},
         {"hbm_segments", device.hbm_segments},
         {"ecc", EccJson(device.ecc)},

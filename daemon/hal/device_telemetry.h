@@ -23,10 +23,20 @@ struct EccCounts {
   std::optional<uint64_t> sram_uncorrected;
 };
 
+// HBM the programs loaded below the daemon hold, by part.
+struct ProgramHbm {
+  uint64_t model_code_bytes = 0;
+  uint64_t constants_bytes = 0;
+  uint64_t scratchpad_bytes = 0;
+};
+
 struct DeviceTelemetry {
-  // HBM held below the daemon besides its own segments: loaded programs,
-  // their scratchpads, the runtime's own buffers.
+  // HBM held below the daemon besides its own segments and besides
+  // `programs` when that is known: the runtime's and the driver's own
+  // buffers, and loaded programs where the backend cannot tell them apart.
   std::optional<uint64_t> runtime_hbm_bytes;
+  // Loaded programs' HBM, where the backend can tell it apart.
+  std::optional<ProgramHbm> programs;
   EccCounts ecc;
 };
 

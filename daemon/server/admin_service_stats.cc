@@ -71,6 +71,12 @@ grpc::Status AdminService::GetStats(grpc::ServerContext* context, const v1::GetS
       out->set_runtime_bytes_known(true);
       out->mutable_memory()->set_runtime_bytes(*telemetry.runtime_hbm_bytes);
     }
+    if (telemetry.programs) {
+      out->set_program_bytes_known(true);
+      out->mutable_memory()->set_model_code_bytes(telemetry.programs->model_code_bytes);
+      out->mutable_memory()->set_constants_bytes(telemetry.programs->constants_bytes);
+      out->mutable_memory()->set_scratchpad_bytes(telemetry.programs->scratchpad_bytes);
+    }
     const hal::EccCounts& ecc = telemetry.ecc;
     if (ecc.mem_corrected || ecc.mem_uncorrected || ecc.mem_repairable_uncorrected ||
         ecc.sram_corrected || ecc.sram_uncorrected) {

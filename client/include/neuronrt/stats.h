@@ -79,9 +79,18 @@ struct DeviceStats {
   uint64_t hbm_total_bytes = 0;
   uint64_t hbm_largest_free_bytes = 0;
   uint64_t hbm_segments = 0;
-  // HBM held below the daemon besides its own (loaded programs, their
-  // scratchpads, the runtime's own); nullopt when the backend cannot tell.
+  // HBM held below the daemon besides its own (the runtime's own, and loaded
+  // programs unless `programs` tells them apart); nullopt when the backend
+  // cannot tell.
   std::optional<uint64_t> runtime_bytes;
+  // Loaded programs' HBM by part, where the backend tells them apart (the
+  // Neuron driver's accounting on hardware).
+  struct ProgramBytes {
+    uint64_t model_code = 0;
+    uint64_t constants = 0;
+    uint64_t scratchpad = 0;
+  };
+  std::optional<ProgramBytes> programs;
   EccCounts ecc;
 };
 

@@ -195,6 +195,11 @@ Stats FromProto(const v1::GetStatsResponse& response) {
                     .hbm_largest_free_bytes = device.hbm_largest_free_bytes(),
                     .hbm_segments = device.hbm_segments()});
     if (device.runtime_bytes_known()) out.runtime_bytes = device.memory().runtime_bytes();
+    if (device.program_bytes_known()) {
+      out.programs = DeviceStats::ProgramBytes{.model_code = device.memory().model_code_bytes(),
+                                               .constants = device.memory().constants_bytes(),
+                                               .scratchpad = device.memory().scratchpad_bytes()};
+    }
     const v1::EccCounts& ecc = device.ecc();
     if (ecc.has_mem_corrected()) out.ecc.mem_corrected = ecc.mem_corrected();
     if (ecc.has_mem_uncorrected()) out.ecc.mem_uncorrected = ecc.mem_uncorrected();

@@ -212,8 +212,15 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
     for (uint32_t core = 0; core < visible; ++core) absolute.push_back(core);
   }
   std::map<uint32_t, std::vector<int32_t>> vncs_by_chip;
+  // The physical cores within the chip that those logical cores are.
+  std::map<uint32_t, std::vector<uint32_t>> physical_by_chip;
   for (uint32_t relative = 0; relative < visible; ++relative) {
-    vncs_by_chip[absolute[relative] / logical_per_chip].push_back(static_cast<int32_t>(relative));
+    const uint32_t chip = absolute[relative] / logical_per_chip;
+    vncs_by_chip[chip].push_back(static_cast<int32_t>(relative));
+    const uint32_t first_physical = absolute[relative] % logical_per_chip * lnc;
+    for (uint32_t physical = first_physical; physical < first_physical + lnc; ++physical) {
+      physical_by_chip[chip].push_back(physical);
+    }
   }
   // Our device index of each chip this daemon owns cores of.
   std::map<uint32_t, uint32_t> index_of_chip;
@@ -268,7 +275,7 @@ absl::StatusOr<std::unique_ptr<NrtBackend>> CreateNrtBackend(const NrtOptions& o
     if (!mirror.ok()) return mirror.status();
     devices.push_back(std::make_unique<NrtDevice>(
         std::move(info), hbm, runtime, vncs, *std::move(mirror), options.host_kernels, models,
-        absl::StrFormat("%s/neuron%d", options.sysfs_root, chip)));
+        absl::StrFormat("%s/neuron%d", options.sysfs_root, chip), physical_by_chip[chip]));
   }
   return std::make_unique<NrtBackend>(std::move(runtime), std::move(models), std::move(devices),
                                       options.host_kernels, options.graph_compiler);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "daemon/hal/nrt/sysfs_ecc.h"
+#include "daemon/hal/nrt/sysfs_memory.h"
 #include "daemon/hal/sim/arena_operand.h"
 #include "daemon/hal/sim/engine_attribution.h"
 #include "neuron/rtd/abi/command_ring.h"
@@ -32,7 +33,7 @@ absl::Status HostKernels::Available(std::string_view what) const {
 NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
                      std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
                      HostKernels host_kernels, std::shared_ptr<ModelCache> models,
-                     std::string sysfs_dir)
+                     std::string sysfs_dir, std::vector<uint32_t> physical_cores)
     : info_(std::move(info)),
       hbm_(hbm),
       runtime_(std::move(runtime)),
@@ -41,6 +42,7 @@ NrtDevice::NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntim
       host_kernels_(std::move(host_kernels)),
       models_(std::move(models)),
       sysfs_dir_(std::move(sysfs_dir)),
+      physical_cores_(std::move(physical_cores)),
       core_locks_(new absl::Mutex[vncs_.size()]),
       host_launches_(new std::atomic<uint64_t>[vncs_.size()]()),
       runtime_bytes_used_(new std::atomic<int64_t>[vncs_.size()]) {
@@ -373,11 +375,17 @@ uint64_t NrtDevice::HostExecutedLaunches(uint32_t core) const {
   return core < vncs_.size() ? host_launches_[core].load(std::memory_order_relaxed) : 0;
 }
 
-DeviceTelemetry NrtDevice::Telemetry() const {
-  DeviceTelemetry telemetry{.ecc = ReadSysfsEcc(sysfs_dir_)};
+uint64_t NrtDevice::SegmentBytes() const {
+  uint64_t bytes = 0;
+  absl::ReaderMutexLock lock(&segments_mutex_);
+  for (const auto& [address, segment] : segments_) bytes += segment.size;
+  return bytes;
+}
+
+std::optional<uint64_t> NrtDevice::LibnrtBytesInUse() const {
   const NrtApi& api = runtime_->api();
-  if (api.get_vnc_memory_stats == nullptr) return telemetry;
-  uint64_t runtime_used = 0;
+  if (api.get_vnc_memory_stats == nullptr) return std::nullopt;
+  uint64_t in_use = 0;
   bool known = true;
   for (size_t core = 0; core < vncs_.size(); ++core) {
     // libnrt's calls on a core are serialised; a stats call must not wait
@@ -397,15 +405,30 @@ DeviceTelemetry NrtDevice::Telemetry() const {
     }
     const int64_t used = runtime_bytes_used_[core].load(std::memory_order_relaxed);
     known &= used >= 0;
-    runtime_used += static_cast<uint64_t>(std::max<int64_t>(used, 0));
+    in_use += static_cast<uint64_t>(std::max<int64_t>(used, 0));
   }
-  if (!known) return telemetry;
-  uint64_t segment_bytes = 0;
-  {
-    absl::ReaderMutexLock lock(&segments_mutex_);
-    for (const auto& [address, segment] : segments_) segment_bytes += segment.size;
+  if (!known) return std::nullopt;
+  return in_use;
+}
+
+DeviceTelemetry NrtDevice::Telemetry() const {
+  DeviceTelemetry telemetry{.ecc = ReadSysfsEcc(sysfs_dir_)};
+  const auto less_segments = [this](uint64_t bytes) {
+    const uint64_t segments = SegmentBytes();
+    return bytes > segments ? bytes - segments : 0;
+  };
+  if (std::optional<SysfsMemoryUsage> usage = ReadSysfsMemoryUsage(sysfs_dir_, physical_cores_)) {
+    telemetry.programs = ProgramHbm{.model_code_bytes = usage->model_code,
+                                    .constants_bytes = usage->constants,
+                                    .scratchpad_bytes = usage->scratchpad};
+    // The runtime's tensors besides the daemon's segments are its own
+    // (staging tensors of launches that bind across cores).
+    telemetry.runtime_hbm_bytes = usage->other + less_segments(usage->tensors);
+    return telemetry;
   }
-  telemetry.runtime_hbm_bytes = runtime_used > segment_bytes ? runtime_used - segment_bytes : 0;
+  if (std::optional<uint64_t> in_use = LibnrtBytesInUse()) {
+    telemetry.runtime_hbm_bytes = less_segments(*in_use);
+  }
   return telemetry;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,11 +66,12 @@ class NrtDevice final : public Device {
   // `vncs[i]`: libnrt's (process-relative) number of the device's logical
   // core i. `mirror` reserves the same addresses as `info`'s HBM.
   // `sysfs_dir`: the chip's directory in the driver's sysfs tree (its ECC
-  // counts), which need not exist.
+  // counts and its cores' memory), which need not exist; `physical_cores`:
+  // the chip's physical cores (numbered within the chip) that `vncs` are.
   NrtDevice(DeviceInfo info, DeviceRange hbm, std::shared_ptr<NrtRuntime> runtime,
             std::vector<int32_t> vncs, std::unique_ptr<sim::HbmArena> mirror,
             HostKernels host_kernels, std::shared_ptr<ModelCache> models,
-            std::string sysfs_dir);
+            std::string sysfs_dir, std::vector<uint32_t> physical_cores);
   ~NrtDevice() override;
 
   const DeviceInfo& info() const override { return info_; }
@@ -96,10 +98,13 @@ class NrtDevice final : public Device {
 
   std::string CoreFault(uint32_t core) const override;
   uint64_t HostExecutedLaunches(uint32_t core) const override;
-  // runtime_hbm_bytes: what libnrt says it holds on the device's cores
-  // (nrt_get_vnc_memory_stats, optional) less the daemon's segments; a core
-  // busy executing answers with its figure from when it was last idle.
-  // ecc: the driver's counts in sysfs (sysfs_ecc.h).
+  // Memory: the driver's accounting of the cores' memory by category where
+  // sysfs serves it (sysfs_memory.h): programs' code, constants and
+  // scratchpads apart, the rest less the daemon's segments as runtime
+  // memory. Else what libnrt says it holds on the cores
+  // (nrt_get_vnc_memory_stats, optional) less the daemon's segments, all as
+  // runtime memory; a core busy executing answers with its figure from when
+  // it was last idle. ecc: the driver's counts in sysfs (sysfs_ecc.h).
   DeviceTelemetry Telemetry() const override;
   // Unloads the programs of the device's cores; when a core has failed,
   // restarts the runtime (every session of the host has ended: see
@@ -125,6 +130,9 @@ class NrtDevice final : public Device {
   };
 
   absl::StatusOr<Located> Locate(uint64_t address, uint64_t bytes) const;
+  uint64_t SegmentBytes() const;
+  // What libnrt holds on the device's cores, nullopt when a core never said.
+  std::optional<uint64_t> LibnrtBytesInUse() const;
   size_t CoreOf(int32_t vnc) const;
   absl::Mutex& CoreLock(int32_t vnc) const { return core_locks_[CoreOf(vnc)]; }
   // Host copies of device memory for the host execution path.
@@ -156,6 +164,7 @@ class NrtDevice final : public Device {
   const HostKernels host_kernels_;
   const std::shared_ptr<ModelCache> models_;
   const std::string sysfs_dir_;
+  const std::vector<uint32_t> physical_cores_;
   // One lock per logical core of the device, by position in vncs_.
   const std::unique_ptr<absl::Mutex[]> core_locks_;
   // By core; each used under its core's lock.

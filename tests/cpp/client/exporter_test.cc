@@ -195,6 +195,19 @@ TEST(ExporterFamiliesTest, RuntimeMemoryAndEccCountsAreServedWhereTheDeviceRepor
   EXPECT_THAT(text, Not(HasSubstr(R"(ecc_events_total{neuron_device_index="1")")));
 }
 
+TEST(ExporterFamiliesTest, ProgramsMemoryIsServedByPartWhereTheDriverTellsItApart) {
+  DaemonSnapshot snapshot = Snapshot();
+  snapshot.stats.devices[0].runtime_bytes = 1000;
+  snapshot.stats.devices[0].programs = {.model_code = 300, .constants = 20, .scratchpad = 4};
+  const std::string text = Render(snapshot, /*per_session=*/false, /*compat=*/true);
+  EXPECT_THAT(text, HasSubstr(R"(neuron_device_memory_used_bytes{neuron_device_index="0",category="model_code",cluster="c1"} 300)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuron_device_memory_used_bytes{neuron_device_index="0",category="constants",cluster="c1"} 20)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuron_device_memory_used_bytes{neuron_device_index="0",category="scratchpad",cluster="c1"} 4)"));
+  // neuron-monitor's device total counts them: 24 GiB of tensors + 1324.
+  EXPECT_THAT(text, HasSubstr(R"(neuron_runtime_memory_used_bytes{memory_location="neuron_device",runtime_tag="neuron-rtd",cluster="c1"} 25769805100)"));
+  EXPECT_THAT(text, Not(HasSubstr(R"(neuron_device_index="1",category="model_code")")));
+}
+
 TEST(ExporterFamiliesTest, NeuronMonitorNamesMapLaunchesAndTheRuntimesCpu) {
   const std::string text = Render(Snapshot(), /*per_session=*/false, /*compat=*/true);
   EXPECT_THAT(text, HasSubstr(R"(execution_status_total{status_type="completed",runtime_tag="neuron-rtd",cluster="c1"} 140)"));

@@ -1,5 +1,5 @@
 // The nrt backend's reading of the Neuron driver's sysfs (devices and links,
-// ECC counts), on fake trees in the driver's formats.
+// ECC counts, the cores' memory), on fake trees in the driver's formats.
 #include "daemon/hal/nrt/sysfs_topology.h"
 
 #include <gmock/gmock.h>
@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "daemon/hal/nrt/sysfs_ecc.h"
+#include "daemon/hal/nrt/sysfs_memory.h"
 
 #include "testing/fake_neuron_sysfs.h"
 #include "testing/temp_dir.h"
@@ -91,6 +92,57 @@ TEST(SysfsEccTest, ReadsTheDriversCountsAndLeavesWhatItLacksUnknown) {
   const EccCounts garbled = ReadSysfsEcc(dir.Join("neuron0"));
   EXPECT_FALSE(garbled.mem_uncorrected.has_value());
   EXPECT_FALSE(garbled.sram_uncorrected.has_value());
+}
+
+TEST(SysfsMemoryTest, SumsTheCoresAskedForByCategory) {
+  neuron::testing::TempDir dir;
+  neuron::testing::WriteFakeNeuronSysfs(
+      dir.path(), {{.index = 0,
+                    .physical_cores = 4,
+                    .core_memory = {{0,
+                                     {{"tensors", 4096},
+                                      {"model_code", 100},
+                                      {"constants", 10},
+                                      {"model_shared_scratchpad", 1000},
+                                      {"nonshared_scratchpad", 2000},
+                                      {"runtime_memory", 1},
+                                      {"driver_memory", 2},
+                                      {"collectives", 4},
+                                      {"notifications", 8},
+                                      {"dma_rings", 16},
+                                      {"uncategorized", 32}}},
+                                    {1, {{"model_code", 200}}},
+                                    {2, {{"model_code", 50000}}}}}});
+  const std::vector<uint32_t> first_two = {0, 1};
+  std::optional<SysfsMemoryUsage> usage = ReadSysfsMemoryUsage(dir.Join("neuron0"), first_two);
+  ASSERT_TRUE(usage.has_value());
+  EXPECT_EQ(usage->tensors, 4096u);
+  // Present bytes (not total or peak), core 2 left out.
+  EXPECT_EQ(usage->model_code, 300u);
+  EXPECT_EQ(usage->constants, 10u);
+  EXPECT_EQ(usage->scratchpad, 3000u);
+  EXPECT_EQ(usage->other, 63u);
+  EXPECT_EQ(usage->total(), 4096u + 300 + 10 + 3000 + 63);
+}
+
+TEST(SysfsMemoryTest, UnknownWhenACoreHasNoReadableCategory) {
+  neuron::testing::TempDir dir;
+  neuron::testing::WriteFakeNeuronSysfs(
+      dir.path(), {{.index = 0, .physical_cores = 4, .core_memory = {{0, {{"tensors", 1}}}}}});
+  const std::vector<uint32_t> both = {0, 3};
+  EXPECT_FALSE(ReadSysfsMemoryUsage(dir.Join("neuron0"), both).has_value());
+  EXPECT_FALSE(ReadSysfsMemoryUsage(dir.Join("neuron9"), both).has_value());
+  const std::vector<uint32_t> first = {0};
+  ASSERT_TRUE(ReadSysfsMemoryUsage(dir.Join("neuron0"), first).has_value());
+  // What is not a decimal is not a count; the core's other categories are.
+  std::filesystem::create_directories(
+      dir.Join("neuron0/neuron_core0/stats/memory_usage/device_mem/constants"));
+  std::ofstream(dir.Join("neuron0/neuron_core0/stats/memory_usage/device_mem/constants/present"))
+      << "lots\n";
+  std::optional<SysfsMemoryUsage> garbled = ReadSysfsMemoryUsage(dir.Join("neuron0"), first);
+  ASSERT_TRUE(garbled.has_value());
+  EXPECT_EQ(garbled->constants, 0u);
+  EXPECT_EQ(garbled->tensors, 1u);
 }
 
 }  // namespace

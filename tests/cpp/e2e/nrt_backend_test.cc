@@ -376,6 +376,52 @@ TEST_F(NrtBackendTest, DeviceStatsShowWhatTheRuntimeHoldsAndTheDriversEccCounts)
   EXPECT_THAT(table.out, HasSubstr("-/2/1"));
 }
 
+TEST_F(NrtBackendTest, TheDriversMemoryAccountingSplitsProgramsFromTheRuntime) {
+  // Chip 0's logical cores 0 and 1 are its physical cores 0-3 (LNC=2).
+  Start(/*faults=*/"",
+        {{.index = 0,
+          .physical_cores = 4,
+          .core_memory = {{0,
+                           {{"tensors", 32 << 20},
+                            {"model_code", 1000},
+                            {"constants", 200},
+                            {"model_shared_scratchpad", 30},
+                            {"runtime_memory", 4}}},
+                          {1, {{"tensors", 0}}},
+                          {2, {{"tensors", 0}}},
+                          {3, {{"nonshared_scratchpad", 5}, {"dma_rings", 6}}}}},
+         {.index = 1, .physical_cores = 4}});
+  auto admin = *neuronrt::Client::Connect({.address = "unix:" + socket_});
+  neuronrt::Stats stats = *admin->GetStats();
+  ASSERT_EQ(stats.devices.size(), 2u);
+  ASSERT_TRUE(stats.devices[0].programs.has_value());
+  EXPECT_EQ(stats.devices[0].programs->model_code, 1000u);
+  EXPECT_EQ(stats.devices[0].programs->constants, 200u);
+  EXPECT_EQ(stats.devices[0].programs->scratchpad, 35u);
+  // The runtime's tensors count as its own until the daemon holds segments.
+  EXPECT_EQ(stats.devices[0].runtime_bytes, (32u << 20) + 10);
+  // Chip 1's driver has no memory nodes: libnrt's count, without parts.
+  EXPECT_FALSE(stats.devices[1].programs.has_value());
+  EXPECT_EQ(stats.devices[1].runtime_bytes, 0u);
+
+  Buffers(0, 1);
+  stats = *admin->GetStats();
+  EXPECT_EQ(stats.devices[0].tensors_bytes, 1u << 16);
+  EXPECT_LT(*stats.devices[0].runtime_bytes, (32u << 20) + 10);
+  EXPECT_GE(*stats.devices[0].runtime_bytes, 10u);
+
+  testing::CommandResult shown = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "stats", "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const nlohmann::json devices = nlohmann::json::parse(shown.out)["devices"];
+  EXPECT_EQ(devices[0]["program_bytes"],
+            (nlohmann::json{{"model_code", 1000}, {"constants", 200}, {"scratchpad", 35}}));
+  EXPECT_TRUE(devices[1]["program_bytes"].is_null());
+  testing::CommandResult table = testing::RunCommand(
+      {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "stats"});
+  EXPECT_THAT(table.out, HasSubstr("PROGRAMS"));
+}
+
 TEST_F(NrtBackendTest, WithoutSysfsTheRuntimesCountsDescribeTheDevices) {
   Start();
   testing::CommandResult listed = testing::RunCommand(

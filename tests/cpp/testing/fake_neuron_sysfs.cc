@@ -41,6 +41,15 @@ void WriteFakeNeuronSysfs(const std::string& root, const std::vector<FakeNeuronD
       Write(dir / absl::StrCat("neuron_core", core) / "info" / "architecture" / "arch_type",
             "NCv3\n");
     }
+    for (const auto& [core, categories] : device.core_memory) {
+      const std::filesystem::path memory = dir / absl::StrCat("neuron_core", core) / "stats" /
+                                           "memory_usage" / "device_mem";
+      for (const auto& [category, bytes] : categories) {
+        Write(memory / category / "present", absl::StrCat(bytes, "\n"));
+        Write(memory / category / "total", absl::StrCat(2 * bytes, "\n"));
+        Write(memory / category / "peak", absl::StrCat(2 * bytes, "\n"));
+      }
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #define NEURON_TESTS_TESTING_FAKE_NEURON_SYSFS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct FakeNeuronDevice {
   std::optional<uint32_t> mem_ecc_uncorrected;
   std::optional<uint32_t> mem_ecc_repairable_uncorrected;
   std::optional<uint32_t> sram_ecc_uncorrected;
+  // neuron_core<C>/stats/memory_usage/device_mem/<category>/{present,total,
+  // peak} of the physical cores listed (present as given, total and peak
+  // twice it); cores not listed have no memory_usage nodes.
+  std::map<uint32_t, std::map<std::string, uint64_t>> core_memory;
 };
 
 // Writes `root`/neuron<N>/ for each device; `root` is created as needed.
