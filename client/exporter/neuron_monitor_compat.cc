@@ -73,6 +73,24 @@ void AddNeuronMonitorFamilies(const DaemonSnapshot& snapshot, const CpuSample& n
               "neuron-monitor: the NeuronCore's utilization, 0 to 1.", labels,
               core.recent_compute_utilization);
   }
+  for (const neuronrt::DeviceStats& device : stats.devices) {
+    for (const neuronrt::DeviceStats::CoreMemory& core : device.core_memory) {
+      Labels labels = {{"neuroncore", std::to_string(core.core)},
+                       {"memory_location", "None"},
+                       {"runtime_tag", kRuntimeTag}};
+      const Labels pod = PodLabelsOf(snapshot.core_holders, core.core);
+      labels.insert(labels.end(), pod.begin(), pod.end());
+      for (const auto& [name, bytes] :
+           {std::pair{"neuroncore_memory_usage_constants", core.constants},
+            std::pair{"neuroncore_memory_usage_model_code", core.model_code},
+            std::pair{"neuroncore_memory_usage_model_shared_scratchpad", core.scratchpad},
+            std::pair{"neuroncore_memory_usage_runtime_memory", core.runtime},
+            std::pair{"neuroncore_memory_usage_tensors", core.tensors}}) {
+        out.Gauge(name, "neuron-monitor: the NeuronCore's device memory of one kind, in bytes.",
+                  labels, static_cast<double>(bytes));
+      }
+    }
+  }
   uint64_t device_bytes = 0;
   for (const neuronrt::DeviceStats& device : stats.devices) {
     device_bytes += device.tensors_bytes + device.runtime_bytes.value_or(0);

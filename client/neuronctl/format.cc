@@ -372,6 +372,15 @@ nlohmann::json StatsJson(const neuronrt::Stats& stats) {
   }
   nlohmann::json devices = nlohmann::json::array();
   for (const neuronrt::DeviceStats& device : stats.devices) {
+    nlohmann::json core_memory = nlohmann::json::array();
+    for (const neuronrt::DeviceStats::CoreMemory& core : device.core_memory) {
+      core_memory.push_back({{"core", core.core},
+                             {"tensors", core.tensors},
+                             {"model_code", core.model_code},
+                             {"constants", core.constants},
+                             {"scratchpad", core.scratchpad},
+                             {"runtime", core.runtime}});
+    }
     devices.push_back({
         {"device", device.device_index},
         {"hbm_total_bytes", device.hbm_total_bytes},
@@ -383,6 +392,7 @@ nlohmann::json StatsJson(const neuronrt::Stats& stats) {
                                                {"constants", device.programs->constants},
                                                {"scratchpad", device.programs->scratchpad}}
                               : nlohmann::json(nullptr)},
+        {"core_memory", std::move(core_memory)},
         {"hbm_largest_free_bytes", device.hbm_largest_free_bytes},
         {"hbm_segments", device.hbm_segments},
         {"ecc", EccJson(device.ecc)},

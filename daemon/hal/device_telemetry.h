@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace neuron::rtd::hal {
 
@@ -30,6 +31,17 @@ struct ProgramHbm {
   uint64_t scratchpad_bytes = 0;
 };
 
+// One logical core's HBM as the runtime below the daemon accounts it
+// (neuron-monitor's neuroncore_memory_usage): its tensors include the
+// daemon's segments on the core.
+struct CoreHbm {
+  uint64_t tensors_bytes = 0;
+  uint64_t model_code_bytes = 0;
+  uint64_t constants_bytes = 0;
+  uint64_t scratchpad_bytes = 0;
+  uint64_t runtime_bytes = 0;
+};
+
 struct DeviceTelemetry {
   // HBM held below the daemon besides its own segments and besides
   // `programs` when that is known: the runtime's and the driver's own
@@ -37,6 +49,8 @@ struct DeviceTelemetry {
   std::optional<uint64_t> runtime_hbm_bytes;
   // Loaded programs' HBM, where the backend can tell it apart.
   std::optional<ProgramHbm> programs;
+  // By logical core of the device; empty when the backend cannot tell.
+  std::vector<CoreHbm> core_hbm;
   EccCounts ecc;
 };
 

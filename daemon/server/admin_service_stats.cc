@@ -77,6 +77,18 @@ grpc::Status AdminService::GetStats(grpc::ServerContext* context, const v1::GetS
       out->mutable_memory()->set_constants_bytes(telemetry.programs->constants_bytes);
       out->mutable_memory()->set_scratchpad_bytes(telemetry.programs->scratchpad_bytes);
     }
+    for (size_t core = 0; core < telemetry.core_hbm.size(); ++core) {
+      const uint32_t index = info.first_core_index + static_cast<uint32_t>(core);
+      if (!granted(index)) continue;
+      const hal::CoreHbm& hbm = telemetry.core_hbm[core];
+      v1::CoreMemoryUsage* usage = out->add_core_memory();
+      usage->set_core(index);
+      usage->mutable_memory()->set_tensors_bytes(hbm.tensors_bytes);
+      usage->mutable_memory()->set_model_code_bytes(hbm.model_code_bytes);
+      usage->mutable_memory()->set_constants_bytes(hbm.constants_bytes);
+      usage->mutable_memory()->set_scratchpad_bytes(hbm.scratchpad_bytes);
+      usage->mutable_memory()->set_runtime_bytes(hbm.runtime_bytes);
+    }
     const hal::EccCounts& ecc = telemetry.ecc;
     if (ecc.mem_corrected || ecc.mem_uncorrected || ecc.mem_repairable_uncorrected ||
         ecc.sram_corrected || ecc.sram_uncorrected) {

@@ -91,6 +91,19 @@ struct DeviceStats {
     uint64_t scratchpad = 0;
   };
   std::optional<ProgramBytes> programs;
+  // A core's HBM as the runtime below the daemon accounts it (neuron-
+  // monitor's neuroncore_memory_usage): `tensors` are the runtime's tensors
+  // on the core, the daemon's allocations among them.
+  struct CoreMemory {
+    uint32_t core = 0;
+    uint64_t tensors = 0;
+    uint64_t model_code = 0;
+    uint64_t constants = 0;
+    uint64_t scratchpad = 0;
+    uint64_t runtime = 0;
+  };
+  // Empty when the backend cannot tell (the simulator).
+  std::vector<CoreMemory> core_memory;
   EccCounts ecc;
 };
 

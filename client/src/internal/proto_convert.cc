@@ -200,6 +200,14 @@ Stats FromProto(const v1::GetStatsResponse& response) {
                                                .constants = device.memory().constants_bytes(),
                                                .scratchpad = device.memory().scratchpad_bytes()};
     }
+    for (const v1::CoreMemoryUsage& core : device.core_memory()) {
+      out.core_memory.push_back({.core = core.core(),
+                                 .tensors = core.memory().tensors_bytes(),
+                                 .model_code = core.memory().model_code_bytes(),
+                                 .constants = core.memory().constants_bytes(),
+                                 .scratchpad = core.memory().scratchpad_bytes(),
+                                 .runtime = core.memory().runtime_bytes()});
+    }
     const v1::EccCounts& ecc = device.ecc();
     if (ecc.has_mem_corrected()) out.ecc.mem_corrected = ecc.mem_corrected();
     if (ecc.has_mem_uncorrected()) out.ecc.mem_uncorrected = ecc.mem_uncorrected();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -411,13 +413,36 @@ std::optional<uint64_t> NrtDevice::LibnrtBytesInUse() const {
   return in_use;
 }
 
+std::optional<SysfsMemoryUsage> NrtDevice::DriverMemoryUsage(std::vector<CoreHbm>& cores) const {
+  const size_t lnc = physical_cores_.size() / std::max<size_t>(1, vncs_.size());
+  SysfsMemoryUsage device;
+  std::vector<CoreHbm> by_core;
+  for (size_t core = 0; core < vncs_.size(); ++core) {
+    const std::optional<SysfsMemoryUsage> usage = ReadSysfsMemoryUsage(
+        sysfs_dir_, std::span<const uint32_t>(physical_cores_).subspan(core * lnc, lnc));
+    if (!usage) return std::nullopt;
+    by_core.push_back({.tensors_bytes = usage->tensors,
+                       .model_code_bytes = usage->model_code,
+                       .constants_bytes = usage->constants,
+                       .scratchpad_bytes = usage->scratchpad,
+                       .runtime_bytes = usage->other});
+    device.tensors += usage->tensors;
+    device.model_code += usage->model_code;
+    device.constants += usage->constants;
+    device.scratchpad += usage->scratchpad;
+    device.other += usage->other;
+  }
+  cores = std::move(by_core);
+  return device;
+}
+
 DeviceTelemetry NrtDevice::Telemetry() const {
   DeviceTelemetry telemetry{.ecc = ReadSysfsEcc(sysfs_dir_)};
   const auto less_segments = [this](uint64_t bytes) {
     const uint64_t segments = SegmentBytes();
     return bytes > segments ? bytes - segments : 0;
   };
-  if (std::optional<SysfsMemoryUsage> usage = ReadSysfsMemoryUsage(sysfs_dir_, physical_cores_)) {
+  if (std::optional<SysfsMemoryUsage> usage = DriverMemoryUsage(telemetry.core_hbm)) {
     telemetry.programs = ProgramHbm{.model_code_bytes = usage->model_code,
                                     .constants_bytes = usage->constants,
                                     .scratchpad_bytes = usage->scratchpad};

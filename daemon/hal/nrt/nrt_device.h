@@ -21,6 +21,7 @@
 #include "daemon/hal/nrt/launch_tensor_sets.h"
 #include "daemon/hal/nrt/neff_models.h"
 #include "daemon/hal/nrt/nrt_runtime.h"
+#include "daemon/hal/nrt/sysfs_memory.h"
 #include "daemon/hal/sim/hbm_arena.h"
 #include "daemon/hal/sim/sim_executable.h"
 #include "daemon/hal/sim/sim_plugin_api.h"
@@ -104,7 +105,10 @@ class NrtDevice final : public Device {
   // memory. Else what libnrt says it holds on the cores
   // (nrt_get_vnc_memory_stats, optional) less the daemon's segments, all as
   // runtime memory; a core busy executing answers with its figure from when
-  // it was last idle. ecc: the driver's counts in sysfs (sysfs_ecc.h).
+  // it was last idle. core_hbm: each core's figures from the driver, its
+  // tensors the runtime's (the daemon's segments among them); empty where
+  // the driver does not serve them. ecc: the driver's counts in sysfs
+  // (sysfs_ecc.h).
   DeviceTelemetry Telemetry() const override;
   // Unloads the programs of the device's cores; when a core has failed,
   // restarts the runtime (every session of the host has ended: see
@@ -131,6 +135,10 @@ class NrtDevice final : public Device {
 
   absl::StatusOr<Located> Locate(uint64_t address, uint64_t bytes) const;
   uint64_t SegmentBytes() const;
+  // The driver's accounting of the device's memory, summed over its cores
+  // and by logical core in `cores`; nullopt (and `cores` untouched) when a
+  // core's is unreadable.
+  std::optional<SysfsMemoryUsage> DriverMemoryUsage(std::vector<CoreHbm>& cores) const;
   // What libnrt holds on the device's cores, nullopt when a core never said.
   std::optional<uint64_t> LibnrtBytesInUse() const;
   size_t CoreOf(int32_t vnc) const;

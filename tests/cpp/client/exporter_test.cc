@@ -208,6 +208,26 @@ TEST(ExporterFamiliesTest, ProgramsMemoryIsServedByPartWhereTheDriverTellsItApar
   EXPECT_THAT(text, Not(HasSubstr(R"(neuron_device_index="1",category="model_code")")));
 }
 
+TEST(ExporterFamiliesTest, NeuronMonitorsPerCoreMemoryIsServedWhereTheRuntimeAccountsIt) {
+  DaemonSnapshot snapshot = Snapshot();
+  EXPECT_THAT(Render(snapshot, /*per_session=*/false, /*compat=*/true),
+              Not(HasSubstr("neuroncore_memory_usage")));
+  snapshot.stats.devices[0].core_memory = {
+      {.core = 0, .tensors = 5, .model_code = 4, .constants = 3, .scratchpad = 2, .runtime = 1},
+      {.core = 1, .tensors = 50}};
+  snapshot.core_holders[1] = {.pod = "train-0", .pod_namespace = "ml", .container = "worker"};
+  const std::string text = Render(snapshot, /*per_session=*/false, /*compat=*/true);
+  EXPECT_THAT(text, HasSubstr(R"(neuroncore_memory_usage_tensors{neuroncore="0",memory_location="None",runtime_tag="neuron-rtd",cluster="c1"} 5)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuroncore_memory_usage_model_code{neuroncore="0",memory_location="None",runtime_tag="neuron-rtd",cluster="c1"} 4)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuroncore_memory_usage_constants{neuroncore="0",memory_location="None",runtime_tag="neuron-rtd",cluster="c1"} 3)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuroncore_memory_usage_model_shared_scratchpad{neuroncore="0",memory_location="None",runtime_tag="neuron-rtd",cluster="c1"} 2)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuroncore_memory_usage_runtime_memory{neuroncore="0",memory_location="None",runtime_tag="neuron-rtd",cluster="c1"} 1)"));
+  EXPECT_THAT(text, HasSubstr(R"(neuroncore_memory_usage_tensors{neuroncore="1",memory_location="None",runtime_tag="neuron-rtd",pod="train-0",namespace="ml",container="worker",cluster="c1"} 50)"));
+  // Only in the compatibility set.
+  EXPECT_THAT(Render(snapshot, /*per_session=*/false, /*compat=*/false),
+              Not(HasSubstr("neuroncore_memory_usage")));
+}
+
 TEST(ExporterFamiliesTest, NeuronMonitorNamesMapLaunchesAndTheRuntimesCpu) {
   const std::string text = Render(Snapshot(), /*per_session=*/false, /*compat=*/true);
   EXPECT_THAT(text, HasSubstr(R"(execution_status_total{status_type="completed",runtime_tag="neuron-rtd",cluster="c1"} 140)"));

@@ -403,6 +403,31 @@ TEST_F(NrtBackendTest, TheDriversMemoryAccountingSplitsProgramsFromTheRuntime) {
   // Chip 1's driver has no memory nodes: libnrt's count, without parts.
   EXPECT_FALSE(stats.devices[1].programs.has_value());
   EXPECT_EQ(stats.devices[1].runtime_bytes, 0u);
+  // Per logical core, as neuron-monitor reports it: core 0 is physical
+  // cores 0 and 1, core 1 is 2 and 3.
+  ASSERT_EQ(stats.devices[0].core_memory.size(), 2u);
+  const auto& first = stats.devices[0].core_memory[0];
+  EXPECT_EQ(first.core, 0u);
+  EXPECT_EQ(first.tensors, 32u << 20);
+  EXPECT_EQ(first.model_code, 1000u);
+  EXPECT_EQ(first.constants, 200u);
+  EXPECT_EQ(first.scratchpad, 30u);
+  EXPECT_EQ(first.runtime, 4u);
+  const auto& second = stats.devices[0].core_memory[1];
+  EXPECT_EQ(second.core, 1u);
+  EXPECT_EQ(second.scratchpad, 5u);
+  EXPECT_EQ(second.runtime, 6u);
+  EXPECT_TRUE(stats.devices[1].core_memory.empty());
+  // Through a grant, only the granted core's.
+  ASSERT_TRUE(admin->CreateGrant("tenant", {1}, 0, "test").ok());
+  auto inside =
+      neuronrt::Client::Connect({.address = "unix:" + dir_.Join("grants/tenant/neuron-rtd.sock")});
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  absl::StatusOr<neuronrt::Stats> granted = (*inside)->GetStats();
+  ASSERT_TRUE(granted.ok()) << granted.status();
+  ASSERT_EQ(granted->devices.size(), 1u);
+  ASSERT_EQ(granted->devices[0].core_memory.size(), 1u);
+  EXPECT_EQ(granted->devices[0].core_memory[0].core, 1u);
 
   Buffers(0, 1);
   stats = *admin->GetStats();
@@ -417,6 +442,10 @@ TEST_F(NrtBackendTest, TheDriversMemoryAccountingSplitsProgramsFromTheRuntime) {
   EXPECT_EQ(devices[0]["program_bytes"],
             (nlohmann::json{{"model_code", 1000}, {"constants", 200}, {"scratchpad", 35}}));
   EXPECT_TRUE(devices[1]["program_bytes"].is_null());
+  EXPECT_EQ(devices[0]["core_memory"][1],
+            (nlohmann::json{{"core", 1}, {"tensors", 0}, {"model_code", 0}, {"constants", 0},
+                            {"scratchpad", 5}, {"runtime", 6}}));
+  EXPECT_TRUE(devices[1]["core_memory"].empty());
   testing::CommandResult table = testing::RunCommand(
       {testing::NeuronctlBinary(), "--address", "unix:" + socket_, "stats"});
   EXPECT_THAT(table.out, HasSubstr("PROGRAMS"));
