@@ -25,10 +25,30 @@ bool FairQueue::WithinLead(const SessionState& state) const {
 
 size_t FairQueue::Pick(std::span<const Contender> contenders) {
   ++picks_;
+  // The virtual times of sessions that contended at the previous pick too
+  // are current however long its turn ran (a session alone keeps the core
+  // for as long as it has work, in one turn): the clock catches up with
+  // them before newcomers and sleepers are placed against it, or they would
+  // be owed the whole turn.
+  std::chrono::nanoseconds contending_least = std::chrono::nanoseconds::max();
+  for (const Contender& contender : contenders) {
+    auto it = sessions_.find(contender.session_id);
+    if (it != sessions_.end() && it->second.last_pick + 1 == picks_) {
+      contending_least = std::min(contending_least, it->second.virtual_time);
+    }
+  }
+  if (contending_least != std::chrono::nanoseconds::max()) {
+    clock_ = std::max(clock_, contending_least);
+  }
   std::chrono::nanoseconds least = std::chrono::nanoseconds::max();
   for (const Contender& contender : contenders) {
-    SessionState& state = StateOf(contender.session_id);
-    if (state.last_pick + 1 != picks_) {
+    auto [it, inserted] = sessions_.try_emplace(contender.session_id);
+    SessionState& state = it->second;
+    // A newcomer is placed as a sleeper comes back: at most a quantum behind
+    // the clock, so it goes next without being owed more than that.
+    if (inserted) {
+      state.virtual_time = clock_ - options_.quantum;
+    } else if (state.last_pick + 1 != picks_) {
       state.virtual_time = std::max(state.virtual_time, clock_ - options_.quantum);
     }
     state.last_pick = picks_;

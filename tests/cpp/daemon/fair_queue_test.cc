@@ -107,6 +107,35 @@ TEST(FairQueueTest, ANewSessionStartsLevelWithTheOthers) {
   EXPECT_GE(fair.virtual_time(2), fair.virtual_time(1) - milliseconds(10));
 }
 
+// A session alone keeps the core for as long as it has work, in one turn:
+// one pick, many charges.
+TEST(FairQueueTest, ANewcomerIsNotOwedTheTurnASessionHadAlone) {
+  FairQueue fair(Options());
+  std::vector<Contender> one = {Session(1)};
+  fair.Pick(one);
+  for (int i = 0; i < 100; ++i) fair.Charge(1, 1, milliseconds(10));
+  std::vector<Contender> two = {Session(1), Session(2)};
+  fair.Pick(two);
+  EXPECT_GE(fair.virtual_time(2), fair.virtual_time(1) - milliseconds(2));
+  int newcomer_in_a_row = 0;
+  while (two[fair.Pick(two)].session_id == 2 && newcomer_in_a_row < 200) {
+    fair.Charge(2, 1, milliseconds(10));
+    ++newcomer_in_a_row;
+  }
+  EXPECT_LE(newcomer_in_a_row, 1);
+}
+
+TEST(FairQueueTest, ASleeperBanksNoMoreThanOneQuantumOfALongTurn) {
+  FairQueue fair(Options());
+  std::vector<Contender> both = {Session(1), Session(2)};
+  std::vector<Contender> alone = {Session(1)};
+  fair.Pick(both);
+  fair.Pick(alone);
+  for (int i = 0; i < 1000; ++i) fair.Charge(1, 1, milliseconds(1));
+  fair.Pick(both);
+  EXPECT_GE(fair.virtual_time(2), fair.virtual_time(1) - milliseconds(2));
+}
+
 TEST(FairQueueTest, AHigherPriorityStreamJumpsTheOrderWithinItsLead) {
   FairQueue fair(Options());
   std::vector<Contender> contenders = {Session(1), Session(2)};
