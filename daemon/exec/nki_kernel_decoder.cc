@@ -15,11 +15,26 @@ absl::Status Invalid(std::string_view kernel, std::string_view what) {
       absl::StrFormat("NKI kernel '%s': %s", kernel.substr(0, kNkiMaxStringBytes), what));
 }
 
+std::vector<hal::NkiDim> ToDims(const v1::NkiAccess& access) {
+  std::vector<hal::NkiDim> dims;
+  const int count = std::min(access.strides_size(), access.counts_size());
+  for (int k = 0; k < count; ++k) {
+    dims.push_back(hal::NkiDim{.stride = access.strides(k), .count = access.counts(k)});
+  }
+  return dims;
+}
+
 hal::NkiAccess ToAccess(const v1::NkiAccess& access) {
-  hal::NkiAccess decoded{.allocation = access.allocation(), .offset = access.offset(), .dims = {}};
-  const int dims = std::min(access.strides_size(), access.counts_size());
-  for (int k = 0; k < dims; ++k) {
-    decoded.dims.push_back(hal::NkiDim{.stride = access.strides(k), .count = access.counts(k)});
+  hal::NkiAccess decoded{.allocation = access.allocation(), .offset = access.offset(),
+                         .dims = ToDims(access), .indirect = std::nullopt};
+  if (access.has_indirect()) {
+    // The index's own indirect field is ignored: an index is a plain access.
+    const v1::NkiIndirect& indirect = access.indirect();
+    decoded.indirect = hal::NkiIndirect{.allocation = indirect.index().allocation(),
+                                        .offset = indirect.index().offset(),
+                                        .dims = ToDims(indirect.index()),
+                                        .dim = indirect.dim(),
+                                        .stride = indirect.stride()};
   }
   return decoded;
 }
@@ -35,9 +50,11 @@ absl::StatusOr<hal::NkiInstruction> ToInstruction(const v1::NkiInstruction& inst
   }
   decoded.opcode = *opcode;
   // Bounds before copying; CheckNkiKernel checks the exact counts.
-  if (instruction.operands_size() > 8 ||
-      instruction.alu_size() > 4 || instruction.scalars_size() > 4 ||
-      instruction.flags_size() > 4 || instruction.axes_size() > 8) {
+  if (static_cast<size_t>(instruction.operands_size()) > kNkiMaxOperands ||
+      static_cast<size_t>(instruction.alu_size()) > kNkiMaxAluOps ||
+      static_cast<size_t>(instruction.scalars_size()) > kNkiMaxScalars ||
+      static_cast<size_t>(instruction.flags_size()) > kNkiMaxFlags ||
+      static_cast<size_t>(instruction.axes_size()) > kNkiMaxAxes) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: too many fields", where));
   }
   for (const v1::NkiOperand& operand : instruction.operands()) {
@@ -45,10 +62,15 @@ absl::StatusOr<hal::NkiInstruction> ToInstruction(const v1::NkiInstruction& inst
       decoded.operands.emplace_back(std::nullopt);
       continue;
     }
-    if (operand.access().strides_size() != operand.access().counts_size()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s: an access has %d strides and %d counts", where,
-                          operand.access().strides_size(), operand.access().counts_size()));
+    const v1::NkiAccess& access = operand.access();
+    const v1::NkiAccess& offsets = access.indirect().index();
+    if (access.strides_size() != access.counts_size() ||
+        offsets.strides_size() != offsets.counts_size() ||
+        static_cast<size_t>(access.strides_size()) > kNkiMaxAccessDims ||
+        static_cast<size_t>(offsets.strides_size()) > kNkiMaxAccessDims) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: an access's strides and counts differ in number, or exceed %d", where,
+          kNkiMaxAccessDims));
     }
     decoded.operands.emplace_back(ToAccess(operand.access()));
   }

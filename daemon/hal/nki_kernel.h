@@ -12,6 +12,7 @@ using ::neuron::rtd::NkiActivation;
 using ::neuron::rtd::NkiAllocation;
 using ::neuron::rtd::NkiAluOp;
 using ::neuron::rtd::NkiDim;
+using ::neuron::rtd::NkiIndirect;
 using ::neuron::rtd::NkiInstruction;
 using ::neuron::rtd::NkiKernelPlan;
 using ::neuron::rtd::NkiOpcode;

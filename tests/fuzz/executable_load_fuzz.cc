@@ -45,7 +45,7 @@ void RunLoadedKernel(const neuron::rtd::NkiKernelPlan& plan) {
   for (const neuron::rtd::NkiAllocation& allocation : plan.allocations) {
     if (allocation.space != neuron::rtd::NkiSpace::kHbm) continue;
     const uint64_t bytes =
-        static_cast<uint64_t>(allocation.elements) * neuron::rtd::ElementBytes(allocation.dtype);
+        static_cast<uint64_t>(allocation.elements) * neuron::rtd::NkiElementBytes(allocation.dtype);
     total += bytes;
     if (total > kMaxBytes) return;
     if (allocation.address_index >= buffers.size()) buffers.resize(allocation.address_index + 1);

@@ -195,6 +195,18 @@ void FillNkiKernel(const neuron::rtd::NkiKernelPlan& plan, v1::NkiKernel* kernel
         access->add_strides(dim.stride);
         access->add_counts(dim.count);
       }
+      if (const std::optional<rtd::NkiIndirect>& indirect = operand->indirect) {
+        v1::NkiIndirect* encoded_indirect = access->mutable_indirect();
+        v1::NkiAccess* index = encoded_indirect->mutable_index();
+        index->set_allocation(indirect->allocation);
+        index->set_offset(indirect->offset);
+        for (const rtd::NkiDim& dim : indirect->dims) {
+          index->add_strides(dim.stride);
+          index->add_counts(dim.count);
+        }
+        encoded_indirect->set_dim(indirect->dim);
+        encoded_indirect->set_stride(indirect->stride);
+      }
     }
     for (rtd::NkiAluOp op : instruction.alu) {
       encoded->add_alu(op == rtd::NkiAluOp::kCount ? "" : std::string(rtd::NkiAluOpName(op)));

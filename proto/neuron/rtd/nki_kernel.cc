@@ -13,18 +13,27 @@ namespace {
 constexpr std::array<std::string_view, static_cast<size_t>(NkiAluOp::kCount)> kAluOpNames = {
     "add",     "subtract",   "multiply", "divide",        "maximum",
     "minimum", "power",      "equal",    "not_equal",     "greater",
-    "greater_equal", "less", "less_equal", "abs_max",     "abs_min"};
+    "greater_equal", "less", "less_equal", "abs_max",     "abs_min",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+    "logical_and", "logical_or", "logical_xor", "mod", "fmod",
+    "bypass", "invert", "abs", "square", "relu", "rsqrt", "reciprocal", "average"};
 
 constexpr std::array<std::string_view, static_cast<size_t>(NkiActivation::kCount)>
     kActivationNames = {"copy",    "exp",     "log",  "sqrt", "rsqrt",   "reciprocal",
                         "sin",     "cos",     "tanh", "sigmoid", "relu", "gelu",
                         "gelu_apprx_tanh", "silu", "square", "abs", "sign", "erf",
-                        "softplus", "arctan", "negative"};
+                        "softplus", "arctan", "negative", "gelu_dx", "gelu_apprx_sigmoid",
+                        "gelu_apprx_sigmoid_dx", "silu_dx", "mish", "erf_dx", "tan", "ceil",
+                        "floor", "trunc"};
 
 constexpr std::array<std::string_view, static_cast<size_t>(NkiOpcode::kCount)> kOpcodeNames = {
     "dma_copy",  "tensor_copy", "memset",       "tensor_tensor", "tensor_scalar",
     "activation", "nc_matmul",  "nc_transpose", "tensor_reduce", "iota",
-    "tensor_copy_predicated"};
+    "tensor_copy_predicated", "dma_transpose", "tensor_tensor_scan", "tensor_scalar_cumulative",
+    "tensor_partition_reduce", "scalar_tensor_tensor", "tensor_scalar_reduce", "affine_select",
+    "range_select", "select_reduce", "bn_stats", "bn_aggr", "max8", "nc_find_index8",
+    "nc_match_replace8", "nc_stream_shuffle", "local_gather", "nc_n_gather", "sequence_bounds",
+    "random", "dropout", "set_rng_seed", "exponential", "nonzero_with_count", "dma_compute"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> Named(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -41,6 +50,16 @@ std::string_view NameOf(const std::array<std::string_view, N>& names, Enum value
 }
 
 }  // namespace
+
+uint32_t NkiElementBytes(int32_t dtype) {
+  switch (dtype) {
+    case kNkiFloat8E4m3:
+    case 44:  // float8_e8m0fnu
+      return 1;
+    default:
+      return ElementBytes(dtype);
+  }
+}
 
 std::optional<NkiAluOp> NkiAluOpNamed(std::string_view name) {
   return Named<NkiAluOp>(kAluOpNames, name);
@@ -64,15 +83,21 @@ struct OpcodeShape {
   size_t required;
   size_t alu;
   size_t scalars;
-  size_t flags;
+  size_t max_flags;
   size_t max_axes;
 };
+
 
 OpcodeShape ShapeOf(NkiOpcode opcode) {
   switch (opcode) {
     case NkiOpcode::kDmaCopy:
     case NkiOpcode::kTensorCopy:
     case NkiOpcode::kTranspose:
+    case NkiOpcode::kDmaTranspose:
+    case NkiOpcode::kBnStats:
+    case NkiOpcode::kBnAggr:
+    case NkiOpcode::kMax8:
+    case NkiOpcode::kSequenceBounds:
       return {2, 2, 0, 0, 0, 0};
     case NkiOpcode::kMemset:
       return {1, 1, 0, 1, 0, 0};
@@ -81,15 +106,51 @@ OpcodeShape ShapeOf(NkiOpcode opcode) {
     case NkiOpcode::kTensorScalar:
       return {4, 2, 2, 2, 2, 0};
     case NkiOpcode::kActivation:
-      return {5, 2, 1, 1, 0, 0};
+      return {5, 2, 1, 1, 3, 0};
     case NkiOpcode::kMatmul:
-      return {3, 3, 0, 0, 1, 0};
+      return {3, 3, 0, 0, 3, 0};
     case NkiOpcode::kTensorReduce:
       return {2, 2, 1, 0, 2, kNkiMaxAccessDims - 1};
     case NkiOpcode::kIota:
       return {1, 1, 0, 2, 0, kNkiMaxAccessDims - 1};
     case NkiOpcode::kTensorCopyPredicated:
+    case NkiOpcode::kFindIndex8:
+    case NkiOpcode::kNGather:
       return {3, 3, 0, 0, 0, 0};
+    case NkiOpcode::kTensorTensorScan:
+      return {4, 3, 2, 1, 2, 0};
+    case NkiOpcode::kTensorScalarCumulative:
+      return {4, 2, 2, 2, 3, 0};
+    case NkiOpcode::kTensorPartitionReduce:
+      return {2, 2, 1, 0, 0, 0};
+    case NkiOpcode::kScalarTensorTensor:
+      return {4, 2, 2, 1, 2, 0};
+    case NkiOpcode::kTensorScalarReduce:
+      return {5, 2, 2, 2, 5, 0};
+    case NkiOpcode::kAffineSelect:
+      return {2, 2, 1, 3, 0, kNkiMaxAccessDims - 1};
+    case NkiOpcode::kRangeSelect:
+      return {5, 4, 2, 2, 2, 0};
+    case NkiOpcode::kSelectReduce:
+      return {5, 3, 0, 1, 3, 0};
+    case NkiOpcode::kMatchReplace8:
+      return {4, 3, 0, 1, 0, 0};
+    case NkiOpcode::kStreamShuffle:
+      return {2, 2, 0, 0, 0, 32};
+    case NkiOpcode::kLocalGather:
+      return {3, 3, 0, 2, 0, 0};
+    case NkiOpcode::kRandom:
+      return {1, 1, 0, 2, 1, 0};
+    case NkiOpcode::kDropout:
+      return {3, 2, 0, 1, 0, 0};
+    case NkiOpcode::kSetRandomSeed:
+      return {1, 1, 0, 0, 0, 0};
+    case NkiOpcode::kExponential:
+      return {5, 2, 0, 2, 3, 0};
+    case NkiOpcode::kNonzeroWithCount:
+      return {2, 2, 0, 2, 0, 0};
+    case NkiOpcode::kDmaCompute:
+      return {kNkiMaxOperands, 2, 1, 0, 0, 0};
     case NkiOpcode::kCount:
       break;
   }
@@ -107,7 +168,7 @@ std::string Describe(const NkiKernelPlan& plan, size_t index) {
 }
 
 std::string CheckAllocation(const NkiKernelPlan& plan, const NkiAllocation& allocation) {
-  const uint32_t element = ElementBytes(allocation.dtype);
+  const uint32_t element = NkiElementBytes(allocation.dtype);
   if (element == 0) return "dtype " + std::to_string(allocation.dtype) + " is not supported";
   if (allocation.name.size() > kNkiMaxStringBytes) return "name too long";
   switch (allocation.space) {
@@ -174,7 +235,65 @@ std::string ReachOf(const std::vector<NkiDim>& dims, size_t first, Wide& low, Wi
   return "";
 }
 
-std::string CheckAccess(const NkiKernelPlan& plan, const NkiAccess& access) {
+// Whether the DMA queues move `opcode`'s operands (any dimension may walk
+// a tile's partitions) rather than an engine (partitions first, one per
+// lane).
+bool MovedByDma(NkiOpcode opcode) {
+  return opcode == NkiOpcode::kDmaCopy || opcode == NkiOpcode::kDmaTranspose ||
+         opcode == NkiOpcode::kDmaCompute;
+}
+
+std::string CheckAccess(const NkiKernelPlan& plan, const NkiAccess& access, bool by_dma);
+
+bool IsIntegerDtype(int32_t dtype) {
+  switch (dtype) {
+    case 0:   // uint8
+    case 1:   // int8
+    case 2:   // int16
+    case 3:   // int32
+    case 27:  // uint16
+    case 28:  // uint32
+      return true;
+    default:
+      return false;
+  }
+}
+
+// An indirect access: an HBM operand of a DMA whose index is an integer
+// tile with one value per position of `dim` (or one value), and a stride
+// that keeps index times stride inside 64 bits (the interpreter checks each
+// offset against the tensor when it runs).
+std::string CheckIndirect(const NkiKernelPlan& plan, const NkiAccess& access, bool by_dma) {
+  const NkiIndirect& indirect = *access.indirect;
+  if (!by_dma || plan.allocations[access.allocation].space != NkiSpace::kHbm) {
+    return "indirect offsets are for HBM operands of DMAs";
+  }
+  const NkiAccess index{.allocation = indirect.allocation, .offset = indirect.offset,
+                        .dims = indirect.dims, .indirect = std::nullopt};
+  if (std::string bad = CheckAccess(plan, index, /*by_dma=*/false); !bad.empty()) {
+    return "its index: " + bad;
+  }
+  const NkiAllocation& tile = plan.allocations[indirect.allocation];
+  if (tile.space == NkiSpace::kHbm || !IsIntegerDtype(tile.dtype)) {
+    return "its index is a tile of integers in SBUF or PSUM";
+  }
+  int64_t values = 1;
+  for (const NkiDim& dim : indirect.dims) values *= dim.count;
+  const int64_t wanted =
+      indirect.dim < 0 ? 1
+      : indirect.dim < static_cast<int32_t>(access.dims.size()) ? access.dims[indirect.dim].count
+                                                                 : -1;
+  if (indirect.dim < -1 || wanted < 0 || values != wanted) {
+    return "its index has " + std::to_string(values) + " values for dimension " +
+           std::to_string(indirect.dim);
+  }
+  if (indirect.stride <= 0 || indirect.stride > kNkiMaxHbmElements) {
+    return "index stride " + std::to_string(indirect.stride);
+  }
+  return "";
+}
+
+std::string CheckAccess(const NkiKernelPlan& plan, const NkiAccess& access, bool by_dma) {
   if (access.allocation >= plan.allocations.size()) {
     return "allocation " + std::to_string(access.allocation) + " does not exist";
   }
@@ -186,26 +305,44 @@ std::string CheckAccess(const NkiKernelPlan& plan, const NkiAccess& access) {
   if (access.offset < 0 || access.offset > kNkiMaxHbmElements) {
     return "offset " + std::to_string(access.offset);
   }
+  if (access.indirect) {
+    if (std::string bad = CheckIndirect(plan, access, by_dma); !bad.empty()) return bad;
+  }
   Wide low = 0;
   Wide high = 0;
+  if (std::string bad = ReachOf(access.dims, 0, low, high); !bad.empty()) return bad;
   if (allocation.space == NkiSpace::kHbm) {
-    if (std::string bad = ReachOf(access.dims, 0, low, high); !bad.empty()) return bad;
     if (access.offset + low < 0 || access.offset + high >= allocation.elements) {
       return "access outside HBM tensor '" + allocation.name + "' of " +
              std::to_string(allocation.elements) + " elements";
     }
     return "";
   }
+  // On chip: each dimension walks whole partitions or stays inside one.
   const int64_t free = allocation.free_elements;
-  const NkiDim& partition = access.dims[0];
-  if (partition.count < 1 || (partition.count > 1 && partition.stride != free)) {
-    return "the first dimension must walk whole partitions of tile '" + allocation.name + "'";
+  Wide partition_low = 0;
+  Wide partition_high = 0;
+  Wide element_low = 0;
+  Wide element_high = 0;
+  for (size_t k = 0; k < access.dims.size(); ++k) {
+    const NkiDim& dim = access.dims[k];
+    if (dim.count == 1) continue;
+    const bool walks_partitions = dim.stride % free == 0;
+    if (!by_dma && (k == 0 ? dim.stride != free : walks_partitions && dim.stride != 0)) {
+      return "an engine walks the partitions of tile '" + allocation.name +
+             "' in its first dimension, one partition at a time, and stays inside a partition "
+             "in the others";
+    }
+    const Wide span = Wide{dim.count - 1} * (walks_partitions ? dim.stride / free : dim.stride);
+    Wide& grow_low = walks_partitions ? partition_low : element_low;
+    Wide& grow_high = walks_partitions ? partition_high : element_high;
+    (span < 0 ? grow_low : grow_high) += span;
   }
-  if (std::string bad = ReachOf(access.dims, 1, low, high); !bad.empty()) return bad;
   const int64_t first_partition = access.offset / free;
   const int64_t first_element = access.offset % free;
-  if (first_partition + partition.count > allocation.partitions || first_element + low < 0 ||
-      first_element + high >= free) {
+  if (first_partition + partition_low < 0 ||
+      first_partition + partition_high >= allocation.partitions || first_element + element_low < 0 ||
+      first_element + element_high >= free) {
     return "access outside tile '" + allocation.name + "' [" +
            std::to_string(allocation.partitions) + ", " + std::to_string(free) + "]";
   }
@@ -220,14 +357,18 @@ std::string CheckSpaces(const NkiKernelPlan& plan, const NkiInstruction& instruc
   const auto& operands = instruction.operands;
   switch (instruction.opcode) {
     case NkiOpcode::kDmaCopy:
-      if (SpaceOf(plan, operands[1]) == NkiSpace::kPsum ||
-          SpaceOf(plan, operands[0]) == NkiSpace::kPsum) {
-        return "a DMA cannot read or write PSUM";
+    case NkiOpcode::kDmaTranspose:
+    case NkiOpcode::kDmaCompute:
+      for (const std::optional<NkiAccess>& operand : operands) {
+        if (operand && SpaceOf(plan, operand) == NkiSpace::kPsum) {
+          return "a DMA cannot read or write PSUM";
+        }
       }
       return "";
-    case NkiOpcode::kMatmul:
+    case NkiOpcode::kMatmul: {
+      const bool transpose = instruction.flags.size() > 1 && instruction.flags[1];
       if (SpaceOf(plan, operands[0]) != NkiSpace::kPsum ||
-          plan.allocations[operands[0]->allocation].dtype != 6) {
+          (!transpose && plan.allocations[operands[0]->allocation].dtype != 6)) {
         return "the destination must be a float32 tile in PSUM";
       }
       if (SpaceOf(plan, operands[1]) != NkiSpace::kSbuf ||
@@ -235,6 +376,7 @@ std::string CheckSpaces(const NkiKernelPlan& plan, const NkiInstruction& instruc
         return "stationary and moving must be in SBUF";
       }
       return "";
+    }
     default:
       for (size_t i = 0; i < operands.size(); ++i) {
         if (operands[i] && SpaceOf(plan, operands[i]) == NkiSpace::kHbm) {
@@ -250,21 +392,29 @@ std::string CheckInstruction(const NkiKernelPlan& plan, const NkiInstruction& in
     return "unknown opcode";
   }
   const OpcodeShape shape = ShapeOf(instruction.opcode);
-  if (instruction.operands.size() != shape.operands) {
+  const bool variadic = instruction.opcode == NkiOpcode::kDmaCompute;
+  if (variadic ? instruction.operands.size() < shape.required ||
+                     instruction.operands.size() > shape.operands
+               : instruction.operands.size() != shape.operands) {
     return std::to_string(instruction.operands.size()) + " operands (takes " +
            std::to_string(shape.operands) + ")";
+  }
+  if (instruction.opcode == NkiOpcode::kScalarTensorTensor && !instruction.operands[3]) {
+    return "operand 3 is missing";
   }
   for (size_t i = 0; i < instruction.operands.size(); ++i) {
     if (!instruction.operands[i]) {
       if (i < shape.required) return "operand " + std::to_string(i) + " is missing";
       continue;
     }
-    if (std::string bad = CheckAccess(plan, *instruction.operands[i]); !bad.empty()) {
+    if (std::string bad =
+            CheckAccess(plan, *instruction.operands[i], MovedByDma(instruction.opcode));
+        !bad.empty()) {
       return "operand " + std::to_string(i) + ": " + bad;
     }
   }
   if (instruction.alu.size() != shape.alu || instruction.scalars.size() != shape.scalars ||
-      instruction.flags.size() != shape.flags || instruction.axes.size() > shape.max_axes) {
+      instruction.flags.size() > shape.max_flags || instruction.axes.size() > shape.max_axes) {
     return "wrong count of operators, scalars, flags or axes";
   }
   for (size_t i = 0; i < instruction.alu.size(); ++i) {
@@ -297,7 +447,21 @@ std::string CheckInstruction(const NkiKernelPlan& plan, const NkiInstruction& in
 }  // namespace
 
 bool NkiWritesOperand(const NkiInstruction& instruction, size_t i) {
-  return i == 0 || (instruction.opcode == NkiOpcode::kActivation && i == 4);
+  if (i == 0) return true;
+  switch (instruction.opcode) {
+    case NkiOpcode::kActivation:
+      return i == 4;
+    case NkiOpcode::kTensorScalarReduce:
+    case NkiOpcode::kExponential:
+      return i == 3;
+    case NkiOpcode::kRangeSelect:
+    case NkiOpcode::kSelectReduce:
+      return i == 4;
+    case NkiOpcode::kMatchReplace8:
+      return i == 3;
+    default:
+      return false;
+  }
 }
 
 std::string CheckNkiKernel(const NkiKernelPlan& plan) {

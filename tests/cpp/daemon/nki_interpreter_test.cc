@@ -142,16 +142,27 @@ TEST_F(NkiInterpreterTest, NewTilesHoldNanAndDisagreeingOperandsNameTheInstructi
               HasSubstr("NKI kernel 'k' instruction 0 (tensor_tensor) at k.py:7"));
 }
 
-TEST_F(NkiInterpreterTest, AValueATileCannotHoldFailsTheInstructionNotTheProcess) {
+TEST_F(NkiInterpreterTest, AValueAnIntegerTileCannotHoldFailsTheInstructionNotTheProcess) {
   // ATen throws std::runtime_error, not c10::Error, for this conversion.
   NkiKernelPlan plan;
-  plan.allocations = {OnChip(NkiSpace::kSbuf, /*float16=*/5, 2, 4)};
+  plan.allocations = {OnChip(NkiSpace::kSbuf, /*int32=*/3, 2, 4)};
   plan.instructions = {
       {.opcode = NkiOpcode::kMemset, .operands = {Whole(0, 2, 4)}, .scalars = {1e300}}};
   std::vector<at::Tensor> tensors;
   const absl::Status status = Run(plan, tensors);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("instruction 0 (memset)"));
+}
+
+TEST_F(NkiInterpreterTest, AFloatImmediatePastTheTileRangeRoundsToInfinityAsTheEnginesDo) {
+  NkiKernelPlan plan;
+  plan.allocations = {OnChip(NkiSpace::kSbuf, /*float16=*/5, 2, 4), Hbm(0, /*float16=*/5, 8)};
+  plan.instructions = {
+      {.opcode = NkiOpcode::kMemset, .operands = {Whole(0, 2, 4)}, .scalars = {1e300}},
+      {.opcode = NkiOpcode::kDmaCopy, .operands = {Whole(1, 2, 4), Whole(0, 2, 4)}}};
+  std::vector<at::Tensor> tensors = {at::zeros({8}, at::kHalf)};
+  ASSERT_TRUE(Run(plan, tensors).ok());
+  EXPECT_TRUE(at::all(at::isinf(tensors[0])).item<bool>());
 }
 
 TEST_F(NkiInterpreterTest, RefusesABufferSmallerThanItsAllocation) {

@@ -63,13 +63,32 @@ TEST(NkiKernelCheckTest, RefusesAccessesOutsideTheirAllocation) {
   huge.dims[0].count = std::numeric_limits<int64_t>::max();
   plan.instructions = {Copy(Tile(2), huge)};
   EXPECT_THAT(CheckNkiKernel(plan), HasSubstr("dimension 0 of count"));
-  // A tile's first dimension must walk whole partitions.
+  // A dimension either walks whole partitions or stays inside one.
   NkiAccess strided = Tile(2);
   strided.dims[0].stride = 2;
   plan.instructions = {Copy(strided, Tile(0))};
-  EXPECT_THAT(CheckNkiKernel(plan), HasSubstr("walk whole partitions"));
+  EXPECT_THAT(CheckNkiKernel(plan), HasSubstr("access outside tile"));
   plan.instructions = {Copy(Tile(9), Tile(0))};
   EXPECT_THAT(CheckNkiKernel(plan), HasSubstr("allocation 9 does not exist"));
+}
+
+TEST(NkiKernelCheckTest, ADmaWalksPartitionsInAnyDimensionAnEngineInTheFirstOnly) {
+  NkiKernelPlan plan = TwoTensorsAndTiles();
+  // One partition repeated (a partition broadcast) and partitions walked in
+  // the second dimension: a DMA reads both.
+  NkiAccess repeated = Tile(2);
+  repeated.dims[0].stride = 0;
+  NkiAccess transposed{.allocation = 2, .offset = 0,
+                       .dims = {{.stride = 1, .count = 4}, {.stride = 4, .count = 128}}};
+  plan.instructions = {Copy(Tile(2), repeated), Copy(transposed, Tile(2))};
+  EXPECT_THAT(CheckNkiKernel(plan), IsEmpty());
+  // An engine reads one partition per lane, in its first dimension.
+  plan.instructions = {NkiInstruction{.opcode = NkiOpcode::kTensorCopy,
+                                      .operands = {Tile(3), repeated}}};
+  EXPECT_THAT(CheckNkiKernel(plan), HasSubstr("an engine walks the partitions"));
+  plan.instructions = {NkiInstruction{.opcode = NkiOpcode::kTensorCopy,
+                                      .operands = {transposed, Tile(3)}}};
+  EXPECT_THAT(CheckNkiKernel(plan), HasSubstr("an engine walks the partitions"));
 }
 
 TEST(NkiKernelCheckTest, RefusesTilesOutsideTheCoresMemories) {
@@ -163,7 +182,7 @@ TEST(NkiKernelDecoderTest, DecodesTheWireFormAndRecordsLaunchTensors) {
   copy->set_opcode("dma_copy");
   copy->mutable_operands(0)->mutable_access()->add_strides(1);
   EXPECT_THAT(exec::DecodeNkiKernel(kernel).status().message(),
-              HasSubstr("2 strides and 1 counts"));
+              HasSubstr("an access's strides and counts differ in number"));
   copy->mutable_operands(0)->mutable_access()->add_counts(2);
   EXPECT_THAT(exec::DecodeNkiKernel(kernel).status().message(),
               HasSubstr("access outside HBM tensor"));

@@ -26,7 +26,7 @@ class NkiExecutable final : public SimExecutable {
             allocation.address_index, bindings.size()));
       }
       const uint64_t bytes =
-          static_cast<uint64_t>(allocation.elements) * ElementBytes(allocation.dtype);
+          static_cast<uint64_t>(allocation.elements) * NkiElementBytes(allocation.dtype);
       absl::StatusOr<void*> data = arena.HostPointer(bindings[allocation.address_index], bytes);
       if (!data.ok()) return data.status();
       hbm[allocation.address_index] = nki::NkiHbmBuffer{.data = *data, .bytes = bytes};

@@ -28,9 +28,14 @@ class NkiCoreMemory {
   uint8_t* sbuf() { return sbuf_.get(); }
   uint8_t* psum() { return psum_.get(); }
   const NkiTarget& target() const { return target_; }
+  // The state of the core's random-number generator (xorshift64*): it
+  // carries over from kernel to kernel, as a core's does, until a kernel
+  // seeds it.
+  uint64_t& random_state() { return random_state_; }
 
  private:
   NkiTarget target_;
+  uint64_t random_state_ = 0x9E3779B97F4A7C15ULL;
   std::unique_ptr<uint8_t[]> sbuf_;
   std::unique_ptr<uint8_t[]> psum_;
 };
