@@ -100,3 +100,65 @@ def test_estimate_overlaps_independent_engines_and_serializes_dependent_ones():
     assert chained.total_us > apart.total_us
     work = chained.busy_us["vector"] + chained.busy_us["scalar"]
     assert chained.total_us >= work
+
+
+# -- the instructions the legacy API and the libraries brought ------------------------
+
+def _tensor_engine_us(kernel, *tensors):
+    return nki.estimate(nki.jit(kernel))(*tensors).busy_us["tensor"]
+
+
+def test_an_fp8_matmul_in_double_row_mode_takes_half_the_tensor_engines_time():
+    def bf16(lhsT, rhs):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(2):
+            nisa.nc_matmul(acc, nl.load(lhsT[nl.ds(k * 128, 128), :]),
+                           nl.load(rhs[nl.ds(k * 128, 128), :]), accumulate=k > 0)
+        nl.store(out, nl.copy(acc))
+        return out
+
+    def fp8(lhsT, rhs):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(acc, nl.load(lhsT.reshape((128, 2, 128))),
+                       nl.load(rhs.reshape((128, 2, 512))),
+                       perf_mode=nisa.matmul_perf_mode.double_row)
+        nl.store(out, nl.copy(acc))
+        return out
+
+    wide = (torch.empty(256, 128, dtype=torch.bfloat16), torch.empty(256, 512, dtype=torch.bfloat16))
+    narrow = (torch.empty(256, 128, dtype=torch.float8_e4m3fn),
+              torch.empty(256, 512, dtype=torch.float8_e4m3fn))
+    assert _tensor_engine_us(fp8, *narrow) == pytest.approx(_tensor_engine_us(bf16, *wide) / 2)
+
+
+def test_a_scan_costs_two_vector_cycles_an_element():
+    def scan(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        tile = nl.load(a)
+        result = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(result, tile, tile, 0.0, nl.multiply, nl.add)
+        nl.store(out, result)
+        return out
+
+    estimate = nki.estimate(nki.jit(scan))(torch.empty(128, 4096))
+    assert estimate.busy_us["vector"] == pytest.approx(2 * 4096 / 0.96 / 1e3)
+
+
+def test_a_partition_broadcast_costs_one_dma():
+    def with_broadcast(x, row):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(x), nl.load(row)))
+        return out
+
+    def without(x, row):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(x), nl.load(x)))
+        return out
+
+    x, row = torch.empty(128, 512), torch.empty(1, 512)
+    broadcast = nki.estimate(nki.jit(with_broadcast))(x, row)
+    plain = nki.estimate(nki.jit(without))(x, row)
+    assert broadcast.busy_us["dma"] > plain.busy_us["dma"]
+    assert broadcast.instructions == plain.instructions + 1

@@ -15,10 +15,13 @@ hardware's rules as it is traced, and run by neuron-rtd as an executable on
 the core's SBUF and PSUM. docs/nki.md says what is supported.
 """
 
-from nki import isa, language
+from nki import collectives, isa, language, typing
+from nki._dtypes import DType as dtype
+from nki._errors import NkiValidationError
 from nki._estimate import Estimate, estimate
 from nki._kernel import Kernel, TracedKernel, jit, simulate, simulate_kernel, trace
-from nki._trace import NkiTensor, NkiValidationError
+from nki._tensor import NkiTensor
 
-__all__ = ["Estimate", "Kernel", "NkiTensor", "NkiValidationError", "TracedKernel", "estimate",
-           "isa", "jit", "language", "simulate", "simulate_kernel", "trace"]
+__all__ = ["Estimate", "Kernel", "NkiTensor", "NkiValidationError", "TracedKernel",
+           "collectives", "dtype", "estimate", "isa", "jit", "language", "simulate",
+           "simulate_kernel", "trace", "typing"]

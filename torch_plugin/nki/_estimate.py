@@ -33,6 +33,8 @@ _TARGETS = {
 }
 # Minimum initiation interval of the Vector and Scalar engines (cycles).
 _MIN_II = 64
+# GpSimd's fixed start cost (cycles).
+_GPSIMD_START = 150
 # An instruction waiting on another engine's result: a semaphore hand-off.
 _SYNC_CYCLES = 100
 # Below this many contiguous bytes per partition a DMA runs below peak.
@@ -65,8 +67,13 @@ class Estimate:
         return "\n".join(lines)
 
 
+_DMA = frozenset({"dma_copy", "dma_transpose", "dma_compute"})
+_GPSIMD = frozenset({"iota", "affine_select", "local_gather", "nc_n_gather", "sequence_bounds",
+                     "nonzero_with_count", "tensor_partition_reduce"})
+
+
 def _engine(opcode, operands):
-    if opcode == "dma_copy":
+    if opcode in _DMA:
         return "dma"
     if opcode == "nc_matmul":
         return "tensor"
@@ -74,7 +81,7 @@ def _engine(opcode, operands):
         return "tensor" if operands[0]._allocation.space == "psum" else "vector"
     if opcode == "activation":
         return "scalar"
-    if opcode == "iota":
+    if opcode in _GPSIMD:
         return "gpsimd"
     return "vector"
 
@@ -97,9 +104,14 @@ def _cycles(opcode, operands, alu, flags):
     elements = max(_per_partition(t) for t in present)
     if opcode == "nc_matmul":
         _, stationary, moving = operands
+        if len(flags) > 1 and flags[1]:  # transpose mode: twice fp32's rate
+            return max(min(64, _per_partition(stationary)), stationary.shape[0]) * \
+                (2 if stationary.dtype == torch.float32 else 1)
         cycles = max(min(64, _per_partition(stationary)), _per_partition(moving))
         if stationary.dtype == torch.float32:
             cycles *= 4  # fp32 runs at a quarter of the bf16 rate
+        elif len(flags) > 2 and flags[2]:
+            cycles = max(1, cycles // 2)  # fp8 in double-row mode: two rows a cycle
         return cycles
     if opcode == "nc_transpose":
         data = operands[1]
@@ -127,9 +139,26 @@ def _cycles(opcode, operands, alu, flags):
     if opcode == "activation":
         cycles = max(_MIN_II, elements)
         return cycles + (_MIN_II if operands[4] is not None else 0)
-    if opcode == "iota":
-        return 150 + elements
+    if opcode in ("iota", "affine_select", "nc_n_gather", "sequence_bounds",
+                  "nonzero_with_count", "tensor_partition_reduce", "local_gather"):
+        return _GPSIMD_START + elements
+    if opcode in ("tensor_tensor_scan", "bn_aggr"):
+        return max(_MIN_II, 2 * elements if opcode == "tensor_tensor_scan" else
+                   13 * elements // 3)
+    if opcode == "scalar_tensor_tensor":
+        _, data, _, operand1 = operands
+        fast = _narrow(data, operand1) and alu == ["subtract", "multiply"] and elements % 2 == 0
+        return max(_MIN_II, elements if fast else 2 * elements)
+    if opcode == "tensor_scalar_reduce":
+        return max(_MIN_II, elements) + _MIN_II
+    if opcode in ("max8", "nc_find_index8"):
+        return elements
     return max(_MIN_II, elements)
+
+
+# Operands an instruction writes (the rest it reads).
+_WRITES = {"activation": {0, 4}, "tensor_scalar_reduce": {0, 3}, "exponential": {0, 3},
+           "range_select": {0, 4}, "select_reduce": {0, 4}, "nc_match_replace8": {0, 3}}
 
 
 def _dma_ns(operands, constants):
@@ -155,6 +184,9 @@ def _footprint(tensor):
         else:
             high += span
     if allocation.space == "hbm":
+        if tensor._indirect is not None:
+            # Offsets read at run time: any element of the tensor.
+            low, high = 0, allocation.elements - 1
         return ("hbm", allocation.index), (0, 1), (low, high + 1)
     free = allocation.free_elements
     element = allocation.element_bytes
@@ -187,7 +219,7 @@ def estimate_trace(traced):
     hbm_bytes = 0
     for opcode, operands, alu, _, _, flags, _, _ in trace.instructions:
         engine = _engine(opcode, operands)
-        writes = {0, 4} if opcode == "activation" else {0}
+        writes = _WRITES.get(opcode, {0})
         reads = [_footprint(o) for i, o in enumerate(operands)
                  if o is not None and (i not in writes or (opcode == "nc_matmul" and flags[0]))]
         written = [_footprint(o) for i, o in enumerate(operands)
@@ -201,7 +233,7 @@ def estimate_trace(traced):
                     _SYNC_CYCLES / clock.get(engine, clock["vector"])
                 ready = max(ready, end + hand_off)
         if engine == "dma":
-            transfer = _dma_ns(operands, constants)
+            transfer = _dma_ns(operands[:2], constants) * max(1, len(operands) - 1)
             start = max(ready, dma_pipe_free)
             dma_pipe_free = start + transfer
             end = start + constants["dma_fixed_ns"] + transfer
@@ -215,10 +247,11 @@ def estimate_trace(traced):
             end = start + duration
             engine_free[engine] = end
             busy[engine] += duration
-        if opcode == "nc_matmul":
+        if opcode == "nc_matmul" and not (len(flags) > 1 and flags[1]):
             _, stationary, moving = operands
+            rows = 2 if len(flags) > 2 and flags[2] else 1
             flops += 2 * stationary.shape[0] * _per_partition(stationary) * \
-                _per_partition(moving)
+                _per_partition(moving) // rows
         history.append((engine, end, reads, written))
     total_ns = max((entry[1] for entry in history), default=0.0)
     total_us = total_ns / 1e3

@@ -13,8 +13,9 @@ import time
 import torch
 import torch._compile
 
-from nki import _target, _trace
-from nki._trace import NkiTensor, NkiValidationError
+from nki import _dtypes, _print, _target, _trace
+from nki._errors import NkiValidationError
+from nki._tensor import NkiTensor
 from torch_neuronx import _meta_kernels
 
 _capture = threading.local()
@@ -49,9 +50,32 @@ def _constant_key(name, value):
     try:
         hash(value)
     except TypeError:
-        raise TypeError(f"kernel argument '{name}' of type {type(value).__name__} is not "
-                        "hashable: kernels take tensors and compile-time constants") from None
+        frozen = _frozen(value)
+        if frozen is None:
+            raise TypeError(f"kernel argument '{name}' of type {type(value).__name__} is not "
+                            "hashable: kernels take tensors and compile-time constants") from None
+        return ("constant", type(value).__name__, frozen)
     return ("constant", type(value).__name__, value)
+
+
+def _frozen(value):
+    """A hashable stand-in for a kernel library's configuration object (an
+    nl.NKIObject, or a dataclass, that @dataclass made unhashable); None for
+    anything else."""
+    import dataclasses
+    from nki.language import NKIObject
+    if not (isinstance(value, NKIObject) or dataclasses.is_dataclass(value)):
+        return None
+    items = []
+    for key, field in sorted(vars(value).items()):
+        try:
+            hash(field)
+        except TypeError:
+            field = _frozen(field)
+            if field is None:
+                return None
+        items.append((key, field))
+    return (type(value), tuple(items))
 
 
 class TracedKernel:
@@ -73,6 +97,7 @@ class TracedKernel:
         self.address_count = max((a.address_index + 1 for a in trace.allocations
                                   if a.space == "hbm"), default=0)
         self.launched = False
+        self.prints = any(a.role == "print" for a in trace.allocations)
 
     @property
     def instruction_count(self):
@@ -82,7 +107,8 @@ class TracedKernel:
     def written_allocations(self):
         """The HBM allocations the kernel writes, in address order: what a
         neuron_nki::call of it returns."""
-        return sorted((a for a in self.trace.allocations if a.space == "hbm" and a.written),
+        return sorted((a for a in self.trace.allocations
+                       if a.space == "hbm" and a.written and a.alias_of is None),
                       key=lambda a: a.address_index)
 
     def call(self, tensors):
@@ -104,11 +130,12 @@ class TracedKernel:
             hbm[allocation.address_index] = tensor
         results = []
         for allocation in self.trace.allocations:
-            if allocation.space != "hbm" or allocation.role == "argument":
+            if allocation.space != "hbm" or allocation.role == "argument" or \
+                    allocation.alias_of is not None:
                 continue
             shape = allocation.shape if allocation.role == "output" else (allocation.elements,)
-            hbm[allocation.address_index] = torch.empty(shape, dtype=allocation.dtype,
-                                                        device=device)
+            hbm[allocation.address_index] = torch.empty(
+                shape, dtype=_dtypes.storage(allocation.dtype), device=device)
         for allocation in self.outputs:
             results.append(hbm[allocation.address_index])
         return hbm, results
@@ -121,24 +148,41 @@ class TracedKernel:
         return tuple(outputs)
 
 
+# nki.jit's mode= (the legacy API's; the current one picks by argument
+# type): what runs a call.
+# "trace" marked NKI 0.1's sub-kernels (called from kernels, inlined there).
+_MODES = {"auto": None, "simulation": "simulate", "baremetal": "device", "benchmark": "device",
+          "profile": "device", "trace": None, "torchxla": None}
+
+
 class Kernel:
     """A function decorated with @nki.jit. Call it with tensors; index it
     with a launch grid (`kernel[2](...)`, `kernel[2, 2](...)`) to run that
     many instances, each seeing its nl.program_id, one after another on the
     core."""
 
-    def __init__(self, function, grid=(1,), cache=None):
+    def __init__(self, function, grid=(1,), cache=None, mode="auto", legacy=False):
         functools.update_wrapper(self, function)
         self.function = function
         self.grid = grid
+        self.mode = mode
+        # Made by neuronxcc.nki.jit: the legacy API's rules.
+        self.legacy = legacy
         self._cache = {} if cache is None else cache
         self._signature = inspect.signature(function)
 
     def __getitem__(self, grid):
         grid = tuple(grid) if isinstance(grid, tuple) else (grid,)
-        if not grid or any(not isinstance(g, int) or g < 1 for g in grid):
-            raise ValueError(f"a launch grid is positive integers, not {grid}")
-        return Kernel(self.function, grid, self._cache)
+        sizes = []
+        for size in grid:
+            # nl.nc(2) and nl.spmd_dim(...) of the legacy API are sizes too.
+            size = getattr(size, "grid_size", size)
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(f"a launch grid is positive integers, not {grid}")
+            sizes.append(int(size))
+        if not sizes:
+            raise ValueError("a launch grid has at least one dimension")
+        return Kernel(self.function, tuple(sizes), self._cache, self.mode, self.legacy)
 
     def __repr__(self):
         return f"<nki kernel {self.__name__}>"
@@ -162,8 +206,8 @@ class Kernel:
             args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]
             kwargs = {k: v.contiguous() if isinstance(v, torch.Tensor) else v
                       for k, v in kwargs.items()}
-        bound, tensors, names, key, numpy_arguments = self._bind(args, kwargs)
-        mode = "fake" if capture else mode or self._mode(tensors)
+        bound, tensors, names, key, numpy_arguments, dtypes = self._bind(args, kwargs)
+        mode = "fake" if capture else mode or _MODES[self.mode] or self._mode(tensors)
         if mode == "device" and torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             raise RuntimeError(
                 f"NKI kernel '{self.__name__}' was called on tensors that require grad: autograd "
@@ -171,37 +215,48 @@ class Kernel:
                 "backward with register_autograd.")
         traced = self._cache.get(key)
         if traced is None:
-            traced = self._trace(bound, names)
+            traced = self._trace(bound, names, dtypes)
             self._cache[key] = traced
         if capture:
             return self._emit_call(traced, tensors, originals)
         if mode == "fake":
             device = tensors[0].device if tensors else torch.device("meta")
-            outputs = [torch.empty(a.shape, dtype=a.dtype, device=device)
+            outputs = [torch.empty(a.shape, dtype=_dtypes.storage(a.dtype), device=device)
                        for a in traced.outputs]
             return traced.result(outputs)
         if mode == "simulate":
             return self._simulate(traced, tensors, numpy_arguments)
+        if numpy_arguments:
+            return self._launch_numpy(traced, tensors, numpy_arguments)
         return self._launch(traced, tensors)
 
     def _bind(self, args, kwargs):
         """The call's arguments (NumPy arrays as tensors sharing their
-        memory), its tensors and their names, and its cache key."""
+        memory), its tensors, their names and the dtypes the kernel sees, and
+        its cache key."""
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        tensors, names, key, numpy_arguments = [], [], [self.grid, _target.current().name], []
+        tensors, names, key, numpy_arguments, dtypes = \
+            [], [], [self.grid, _target.current().name], [], []
         for name, value in bound.arguments.items():
-            if _is_numpy(value):
+            dtype = None
+            if _dtypes.is_numpy(value):
                 numpy_arguments.append(name)
-                value = torch.from_numpy(value)
+                value, dtype = _dtypes.from_numpy(value)
                 bound.arguments[name] = value
             if isinstance(value, torch.Tensor):
+                if dtype is None:
+                    if value.dtype == torch.bool:
+                        value = value.view(torch.uint8)
+                        bound.arguments[name] = value
+                    dtype = _dtypes.normalize(value.dtype)
                 tensors.append(value)
                 names.append(name)
-                key.append((name, tuple(value.shape), tuple(value.stride()), value.dtype))
+                dtypes.append(dtype)
+                key.append((name, tuple(value.shape), tuple(value.stride()), dtype))
             else:
                 key.append((name, _constant_key(name, value)))
-        return bound, tensors, names, tuple(key), numpy_arguments
+        return bound, tensors, names, tuple(key), numpy_arguments, dtypes
 
     @staticmethod
     def _mode(tensors):
@@ -215,7 +270,7 @@ class Kernel:
         raise ValueError(f"an NKI kernel runs on neuron tensors (or CPU tensors with "
                          f"nki.simulate); got tensors on {sorted(types)}")
 
-    def _trace(self, bound, names):
+    def _trace(self, bound, names, dtypes):
         started = time.perf_counter()
         trace = _trace.Trace(self.__name__, _target.current())
         trace.grid = self.grid
@@ -223,8 +278,8 @@ class Kernel:
         with _trace.tracing(trace):
             for position, name in enumerate(names):
                 tensor = bound.arguments[name]
-                allocation = trace.allocate(_trace.hbm, tensor.dtype, tuple(tensor.shape), name,
-                                            role="argument")
+                allocation = trace.allocate(_trace.hbm, dtypes[position], tuple(tensor.shape),
+                                            name, role="argument")
                 allocation.argument = position
                 allocation.address_index = position
                 allocation.elements = _storage_extent(tensor)
@@ -238,7 +293,8 @@ class Kernel:
         next_address = len(arguments)
         for index, allocation in enumerate(trace.allocations):
             allocation.index = index
-            if allocation.space == "hbm" and allocation.role != "argument":
+            if allocation.space == "hbm" and allocation.role != "argument" and \
+                    allocation.alias_of is None:
                 allocation.address_index = next_address
                 next_address += 1
         _trace.place_tiles(trace)
@@ -272,7 +328,10 @@ class Kernel:
             if allocation.role == "argument":
                 outputs.append(allocation)
                 continue
-            if allocation.buffer is not _trace.shared_hbm:
+            if allocation.buffer is not _trace.shared_hbm and self.legacy:
+                # The legacy API let a kernel return an nl.hbm tensor.
+                allocation.role = "output"
+            elif allocation.buffer is not _trace.shared_hbm:
                 raise NkiValidationError(
                     "err_unsupported_memory", f"kernel '{self.__name__}' returns "
                     f"'{allocation.name}' in nl.hbm: returned outputs are nl.shared_hbm "
@@ -315,15 +374,36 @@ class Kernel:
         hbm, outputs = traced.buffers(tensors, device)
         _C._nki_launch(traced.plan, hbm, index, not traced.launched)
         traced.launched = True
+        if traced.prints:
+            _print.print_values(traced, hbm)
         return traced.result(self._argument_results(traced, tensors, outputs))
+
+    def _launch_numpy(self, traced, tensors, numpy_arguments):
+        """A run on the device for NumPy arrays (nki.baremetal): copies in,
+        one launch, HBM arguments the kernel wrote copied back in place."""
+        on_device = [t.to("neuron") if t.device.type == "cpu" else t for t in tensors]
+        results = self._launch(traced, on_device)
+        written = {a.argument for a in traced.written_allocations if a.role == "argument"}
+        for index in written:
+            tensors[index].copy_(on_device[index].cpu())
+        outputs = results if traced.returns == "tuple" else [results] \
+            if traced.returns == "single" else []
+        converted = [_dtypes.to_numpy(tensors[a.argument] if a.role == "argument" else o.cpu(),
+                                      a.dtype)
+                     for o, a in zip(outputs, traced.outputs)]
+        return traced.result(converted)
 
     def _simulate(self, traced, tensors, numpy_arguments):
         from torch_neuronx import _C
         hbm, outputs = traced.buffers(tensors, torch.device("cpu"))
         _C._nki_simulate(traced.plan, hbm)
+        if traced.prints:
+            _print.print_values(traced, hbm)
         results = self._argument_results(traced, tensors, outputs)
-        if numpy_arguments:
-            results = [r.numpy() for r in results]
+        # NumPy in, NumPy out; a kernel of no tensor arguments gives NumPy
+        # too, as AWS's simulator does.
+        if numpy_arguments or not tensors:
+            results = [_dtypes.to_numpy(r, a.dtype) for r, a in zip(results, traced.outputs)]
         return traced.result(results)
 
     @staticmethod
@@ -349,11 +429,6 @@ _call_outside_dynamo = torch._compile._disable_dynamo(_call)
 setattr(_call, "__dynamo_disable", _meta_kernels._DisableOnceDynamoIsLoaded(_call, True))
 
 
-def _is_numpy(value):
-    module = type(value).__module__
-    return module == "numpy" and type(value).__name__ == "ndarray"
-
-
 def _describe(trace):
     """The kernel as plain data, _C._nki_plan's arguments (picklable: a
     graph executable that runs the kernel keeps it)."""
@@ -361,10 +436,12 @@ def _describe(trace):
     allocations = []
     for allocation in trace.allocations:
         if allocation.space == "hbm":
-            allocations.append((0, allocation.dtype, allocation.name, allocation.address_index,
+            allocations.append((0, _dtypes.code(allocation.dtype), allocation.name,
+                                allocation.address_index,
                                 allocation.elements, 0, 0, 0, 0, list(allocation.shape)))
         else:
-            allocations.append((_trace.SPACE_CODES[allocation.space], allocation.dtype,
+            allocations.append((_trace.SPACE_CODES[allocation.space],
+                                _dtypes.code(allocation.dtype),
                                 allocation.name, 0, 0, allocation.shape[0],
                                 allocation.free_elements, allocation.partition_start,
                                 allocation.byte_offset, []))
@@ -377,15 +454,36 @@ def _describe(trace):
             allocations, instructions, list(trace.locations))
 
 
-def jit(function=None, **options):
-    """Makes `function` an NKI kernel (a Kernel). Options of AWS's nki.jit
-    that pick a compiler mode or platform (mode=, platform_target=) were
-    removed from NKI; the target comes from NEURON_PLATFORM_TARGET_OVERRIDE."""
-    if options:
-        raise TypeError(f"nki.jit takes no options here; got {sorted(options)}")
+# Options of AWS's nki.jit (both APIs) that only steer its compiler, its
+# NEFF files or its profiler: accepted, and without effect here (docs/nki.md).
+_COMPILER_OPTIONS = frozenset({
+    "platform_target", "show_compiler_tool", "debug_kernel", "additional_compile_opt",
+    "save_neff_name", "save_trace_name", "working_directory", "overwrite", "profile_nth",
+    "warmup", "iters", "enable_out_of_bound_check", "experimental_flags", "kernel_return",
+    "artifacts_dir", "compiler_args", "grid", "lnc", "target", "debug", "enable_cache",
+    "show_compiler_tb"})
+
+
+def jit(function=None, mode="auto", legacy=False, **options):
+    """Makes `function` an NKI kernel (a Kernel). mode= is the legacy API's:
+    "auto" (by argument type: neuron tensors run on the device, CPU tensors
+    and NumPy arrays in this process), "simulation" (in this process),
+    "baremetal"/"benchmark"/"profile" (on the device, NumPy in and out),
+    "trace" (NKI 0.1's mark of a sub-kernel: as "auto"). The target comes from
+    NEURON_PLATFORM_TARGET_OVERRIDE; the compiler's options are accepted and
+    do nothing here."""
+    if mode not in _MODES:
+        if mode == "jax":
+            raise NotImplementedError("nki.jit(mode='jax'): JAX is not supported by this "
+                                      "simulator; call the kernel with torch tensors or NumPy "
+                                      "arrays (docs/nki.md)")
+        raise ValueError(f"nki.jit mode={mode!r}: one of {sorted(_MODES)}")
+    unknown = sorted(set(options) - _COMPILER_OPTIONS)
+    if unknown:
+        raise TypeError(f"nki.jit got unexpected options {unknown}")
     if function is None:
-        return jit
-    return Kernel(function)
+        return functools.partial(jit, mode=mode, legacy=legacy, **options)
+    return Kernel(function, mode=mode, legacy=legacy)
 
 
 def simulate(kernel):
@@ -406,12 +504,21 @@ def simulate_kernel(kernel, *args, **kwargs):
     return simulate(kernel)(*args, **kwargs)
 
 
+def meta_like(value):
+    """A meta tensor of a tensor's or NumPy array's shape, strides and
+    dtype (tracing needs nothing else); other values as they are."""
+    if _dtypes.is_numpy(value):
+        value = _dtypes.from_numpy(value)[0]
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    return value
+
+
 def trace(kernel, *args, **kwargs):
     """Traces `kernel` for these arguments without running it; returns the
     TracedKernel (its instruction count, trace time and tiles)."""
     if not isinstance(kernel, Kernel):
         kernel = Kernel(kernel)
-    fakes = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device="meta")
-             if isinstance(a, torch.Tensor) else a for a in args]
+    fakes = [meta_like(a) for a in args]
     kernel.run(fakes, kwargs, mode="fake")
     return kernel._cache[kernel._bind(fakes, kwargs)[3]]

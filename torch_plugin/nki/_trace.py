@@ -1,5 +1,5 @@
-"""Tracing a kernel: proxies of its tensors, the instructions it issues, the
-checks the compiler makes, and the placement of its tiles in SBUF and PSUM.
+"""Tracing a kernel: its allocations, the instructions it issues, and the
+placement of its tiles in SBUF and PSUM.
 
 Calling a kernel runs its Python once per argument signature with proxy
 tensors (NkiTensor): loops unroll, helpers inline, and every nki.isa call
@@ -11,43 +11,15 @@ rule and the kernel's line.
 
 import dataclasses
 import math
-import os
-import sys
 import threading
 
-import torch
+from nki import _dtypes, _index
+from nki._errors import NkiValidationError, fail, user_location
+from nki._tensor import NkiTensor, contiguous_strides
 
-from nki import _target
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-class NkiValidationError(AssertionError):
-    """A kernel breaks a rule of the hardware or of NKI. Raised while the
-    kernel is traced (its first call with a signature, or torch.compile);
-    `code` is the compiler's name for the rule ("err_num_partition_exceed_arch_limit")."""
-
-    def __init__(self, code, message, location=None):
-        self.code = code
-        self.location = location
-        where = f" ({location})" if location else ""
-        super().__init__(f"[{code}] {message}{where}")
-
-
-def _user_location():
-    """file:line of the innermost frame outside this package: the kernel's
-    line that made the call."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return f"{os.path.basename(filename)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return None
-
-
-def fail(code, message):
-    raise NkiValidationError(code, message, _user_location())
+__all__ = ["Allocation", "Buffer", "NkiTensor", "NkiValidationError", "SPACE_CODES", "Trace",
+           "contiguous_strides", "current", "fail", "hbm", "place_tiles", "psum", "sbuf",
+           "shared_hbm", "tracing"]
 
 
 class Buffer:
@@ -68,11 +40,17 @@ psum = Buffer("psum", "psum")
 hbm = Buffer("hbm", "hbm")
 shared_hbm = Buffer("shared_hbm", "hbm")
 
+# Instructions whose operands a DMA queue moves element by element (in
+# each view's own order); every other instruction runs on an engine that
+# walks partitions first.
+_DMA_OPCODES = frozenset({"dma_copy", "dma_transpose", "dma_compute"})
+
 
 @dataclasses.dataclass(eq=False)
 class Allocation:
     buffer: Buffer
-    dtype: torch.dtype
+    dtype: object
+    # On chip: (partitions, free elements...).
     shape: tuple
     name: str
     # HBM: "argument" (a tensor the caller passed), "output" (returned to
@@ -92,6 +70,13 @@ class Allocation:
     # Placed by the kernel (nl.ndarray(address=...)), not by the allocator.
     fixed: bool = False
     location: str = None
+    # The same memory seen as another dtype (NkiTensor.view): placed, and
+    # passed at launch, with the allocation it aliases.
+    alias_of: "Allocation" = None
+
+    @property
+    def root(self):
+        return self.alias_of.root if self.alias_of is not None else self
 
     @property
     def space(self):
@@ -107,185 +92,7 @@ class Allocation:
 
     @property
     def element_bytes(self):
-        return torch.empty((), dtype=self.dtype).element_size()
-
-
-def _contiguous_strides(shape):
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= size
-    return tuple(reversed(strides))
-
-
-class NkiTensor:
-    """A tensor of a kernel being traced: a strided view of one allocation
-    (an HBM tensor, or a tile in SBUF or PSUM) in its element coordinates."""
-
-    def __init__(self, allocation, shape, strides, offset=0):
-        self._allocation = allocation
-        self.shape = tuple(int(s) for s in shape)
-        self.strides = tuple(int(s) for s in strides)
-        self.offset = int(offset)
-
-    dtype = property(lambda self: self._allocation.dtype)
-    buffer = property(lambda self: self._allocation.buffer)
-    name = property(lambda self: self._allocation.name)
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: math.prod(self.shape))
-
-    def __repr__(self):
-        return (f"NkiTensor({self.name!r}, shape={list(self.shape)}, dtype={self.dtype}, "
-                f"buffer={self.buffer})")
-
-    def __len__(self):
-        return self.shape[0]
-
-    def __bool__(self):
-        fail("err_unsupported_control_flow",
-             "a tile's value is known only when the kernel runs: it cannot drive Python "
-             "control flow")
-
-    def __getitem__(self, index):
-        if not isinstance(index, tuple):
-            index = (index,)
-        if sum(1 for i in index if i is Ellipsis) > 1:
-            fail("err_invalid_index", "an index may hold one '...'")
-        if Ellipsis in index:
-            at = index.index(Ellipsis)
-            fill = len(self.shape) - (len(index) - 1)
-            index = index[:at] + (slice(None),) * fill + index[at + 1:]
-        if len(index) > len(self.shape):
-            fail("err_invalid_index", f"{len(index)} indices for tensor '{self.name}' of "
-                 f"{len(self.shape)} dimensions")
-        index = index + (slice(None),) * (len(self.shape) - len(index))
-        shape, strides, offset = [], [], self.offset
-        for dim, (item, size, stride) in enumerate(zip(index, self.shape, self.strides)):
-            if isinstance(item, slice):
-                start = 0 if item.start is None else int(item.start)
-                stop = size if item.stop is None else int(item.stop)
-                step = 1 if item.step is None else int(item.step)
-                if step <= 0:
-                    fail("err_invalid_index", "slices step forward (step >= 1)")
-                if start < 0 or stop > size or start > stop:
-                    fail("err_tensor_access_out_of_bound",
-                         f"Out-of-bound access for tensor `{self.name}` on dimension {dim}: "
-                         f"index range [{start}, {stop - 1}] exceed dimension size of {size}")
-                offset += start * stride
-                shape.append(max(0, (stop - start + step - 1) // step))
-                strides.append(stride * step)
-            elif isinstance(item, int) or (isinstance(item, torch.SymInt)):
-                position = int(item)
-                if position < 0:
-                    position += size
-                if not 0 <= position < size:
-                    fail("err_tensor_access_out_of_bound",
-                         f"Out-of-bound access for tensor `{self.name}` on dimension {dim}: "
-                         f"index {int(item)} exceed dimension size of {size}")
-                offset += position * stride
-                if dim == 0 and self._allocation.on_chip:
-                    # The partition dimension stays, at size 1.
-                    shape.append(1)
-                    strides.append(stride)
-            else:
-                fail("err_invalid_index",
-                     f"index {item!r} of tensor '{self.name}': use integers, slices or nl.ds")
-        if not shape:
-            shape, strides = [1], [1]
-        return NkiTensor(self._allocation, shape, strides, offset)
-
-    def is_contiguous(self):
-        expected = _contiguous_strides(self.shape)
-        return all(size == 1 or stride == want
-                   for size, stride, want in zip(self.shape, self.strides, expected))
-
-    def reshape(self, shape):
-        shape = tuple(int(s) for s in shape)
-        if math.prod(shape) != self.size:
-            fail("err_invalid_reshape", f"cannot reshape '{self.name}' of shape "
-                 f"{list(self.shape)} to {list(shape)}: element counts differ")
-        if self._allocation.on_chip:
-            if shape[0] != self.shape[0]:
-                fail("err_invalid_reshape",
-                     "a tile's reshape keeps its partition dimension "
-                     f"({self.shape[0]}); got {list(shape)}")
-            free = NkiTensor(self._allocation, self.shape[1:], self.strides[1:], 0)
-            if not free.is_contiguous():
-                fail("err_invalid_reshape", "only a tile whose free dimensions are contiguous "
-                     "can be reshaped")
-            return NkiTensor(self._allocation, shape,
-                             (self.strides[0],) + _contiguous_strides(shape[1:]), self.offset)
-        if not self.is_contiguous():
-            fail("err_invalid_reshape", f"only a contiguous view of '{self.name}' can be "
-                 "reshaped")
-        return NkiTensor(self._allocation, shape, _contiguous_strides(shape), self.offset)
-
-    def expand_dims(self, axis):
-        """A view with a dimension of size 1 inserted at `axis` (not before a
-        tile's partition dimension)."""
-        axis = axis + self.ndim + 1 if axis < 0 else axis
-        if not 0 <= axis <= self.ndim or (axis == 0 and self._allocation.on_chip):
-            fail("err_invalid_index", f"expand_dims at {axis} of '{self.name}' "
-                 f"{list(self.shape)}: a tile's partition dimension stays first")
-        stride = self.strides[axis] * self.shape[axis] if axis < self.ndim else 1
-        return NkiTensor(self._allocation, self.shape[:axis] + (1,) + self.shape[axis:],
-                         self.strides[:axis] + (stride,) + self.strides[axis:], self.offset)
-
-    def broadcast_to(self, shape):
-        """A view repeating dimensions of size 1 to `shape` (free dimensions
-        only on chip: partitions are not repeated by a view)."""
-        shape = tuple(int(s) for s in shape)
-        if len(shape) != self.ndim:
-            fail("err_shape_mismatch", f"broadcast_to {list(shape)} of '{self.name}' "
-                 f"{list(self.shape)}: the same number of dimensions")
-        strides = []
-        for dim, (have, want, stride) in enumerate(zip(self.shape, shape, self.strides)):
-            if have == want:
-                strides.append(stride)
-            elif have == 1 and not (dim == 0 and self._allocation.on_chip):
-                strides.append(0)
-            else:
-                fail("err_shape_mismatch", f"cannot broadcast '{self.name}' {list(self.shape)} "
-                     f"to {list(shape)} (dimension {dim}; a tile's partitions are copied, "
-                     "not broadcast)")
-        return NkiTensor(self._allocation, shape, strides, self.offset)
-
-    # Tile arithmetic as sugar for nki.language's functions.
-    def _language(self):
-        from nki import language
-        return language
-
-    def __add__(self, other):
-        return self._language().add(self, other)
-
-    def __radd__(self, other):
-        return self._language().add(other, self)
-
-    def __sub__(self, other):
-        return self._language().subtract(self, other)
-
-    def __rsub__(self, other):
-        return self._language().subtract(other, self)
-
-    def __mul__(self, other):
-        return self._language().multiply(self, other)
-
-    def __rmul__(self, other):
-        return self._language().multiply(other, self)
-
-    def __truediv__(self, other):
-        return self._language().divide(self, other)
-
-    def __rtruediv__(self, other):
-        return self._language().divide(other, self)
-
-    def __neg__(self):
-        return self._language().negative(self)
-
-    def access(self):
-        """(allocation index, offset, [(stride, count)]) for the plan."""
-        return (self._allocation.index, self.offset,
-                [(stride, size) for stride, size in zip(self.strides, self.shape)])
+        return _dtypes.itemsize(self.dtype)
 
 
 class Trace:
@@ -323,16 +130,66 @@ class Trace:
         return allocation
 
     def allocate(self, buffer, dtype, shape, name, role=""):
-        allocation = Allocation(buffer=buffer, dtype=dtype, shape=tuple(shape),
+        allocation = Allocation(buffer=buffer, dtype=_dtypes.normalize(dtype), shape=tuple(shape),
                                 name=name or f"t{len(self.allocations)}", role=role,
-                                location=_user_location())
+                                location=user_location())
         self.allocations.append(allocation)
         return allocation
 
+    def alias(self, allocation, dtype):
+        """`allocation`'s memory as `dtype` (of the same element size)."""
+        alias = dataclasses.replace(allocation, dtype=dtype, alias_of=allocation,
+                                    first_use=-1, last_use=-1, written=False)
+        self.allocations.append(alias)
+        return alias
+
     def record(self, opcode, operands, *, writes=(0,), alu=(), activation=None, scalars=(),
-               flags=(), axes=()):
-        position = len(self.instructions)
+               flags=(), axes=(), mask_dims=None):
+        """Appends the instruction, under the active mask (one instruction
+        per box of it; `mask_dims[i]` maps operand i's dimensions to the
+        mask's axes where the instruction's shape is not elementwise).
+        Partition-broadcast views read by an engine are copied to the
+        partitions by DMA first."""
+        mask = _index.active_mask()
+        dims = mask_dims or {}
+        self.last_call = _Call(mask.shape if mask is not None else None, dims.get(0))
+        if mask is None:
+            self._emit(opcode, operands, writes, alu, activation, scalars, flags, axes)
+            self.last_call.pieces.append((len(self.instructions) - 1, None))
+            return
+        for box in _index.boxes(mask):
+            pieces = [None if operand is None else
+                      _in_box(operand, box, mask.shape, dims.get(i))
+                      for i, operand in enumerate(operands)]
+            self._emit(opcode, pieces, writes, alu, activation, scalars, flags, axes)
+            self.last_call.pieces.append((len(self.instructions) - 1, box))
+
+    def _emit(self, opcode, operands, writes, alu, activation, scalars, flags, axes):
+        engine = opcode not in _DMA_OPCODES
+        views = []
         for i, operand in enumerate(operands):
+            if operand is None:
+                views.append(None)
+                continue
+            operand.check_bounds()
+            if operand._indirect is not None:
+                if engine:
+                    fail("err_unsupported_indirect_access", f"'{opcode}' reads an indirect view "
+                         f"of '{operand.name}': only a DMA follows offsets read at run time")
+                index_allocation = operand._indirect.index._allocation
+                if index_allocation.first_use < 0:
+                    index_allocation.first_use = len(self.instructions)
+                index_allocation.last_use = len(self.instructions)
+            if engine and operand._allocation.on_chip:
+                operand = operand.compute_view()
+                if operand.shape[0] > 1 and operand.strides[0] == 0:
+                    if i in writes:
+                        fail("err_invalid_partition_broadcast", f"'{opcode}' writes a view of "
+                             f"'{operand.name}' that repeats one partition")
+                    operand = self._spread_partitions(operand)
+            views.append(operand)
+        position = len(self.instructions)
+        for i, operand in enumerate(views):
             if operand is None:
                 continue
             allocation = operand._allocation
@@ -341,13 +198,86 @@ class Trace:
             allocation.last_use = position
             if i in writes:
                 allocation.written = True
-        location = _user_location() or "?"
+                allocation.root.written = True
+        location = user_location() or "?"
         source = self._location_index.setdefault(location, len(self.locations))
         if source == len(self.locations):
             self.locations.append(location)
-        self.instructions.append((opcode, list(operands), list(alu), activation,
+        self.instructions.append((opcode, views, list(alu), activation,
                                   [float(s) for s in scalars], [bool(f) for f in flags],
                                   [int(a) for a in axes], source))
+
+    def last_destinations(self):
+        """The destinations the last recorded call wrote (one per piece of
+        its mask), if it was the last thing traced; else []."""
+        call = getattr(self, "last_call", None)
+        if call is None or not call.pieces or call.pieces[-1][0] != len(self.instructions) - 1:
+            return []
+        return [self.instructions[index][1][0] for index, _ in call.pieces]
+
+    def retarget_last(self, view, accumulate=False):
+        """The last recorded call writes `view` instead of its destination
+        (which it alone used): each piece of it the same piece of `view`; a
+        matmul then accumulates into `view`."""
+        call = self.last_call
+        allocation = view._allocation
+        first, last = call.pieces[0][0], call.pieces[-1][0]
+        for index, box in call.pieces:
+            opcode, operands, alu, activation, scalars, flags, axes, source = \
+                self.instructions[index]
+            old = operands[0]._allocation
+            old.first_use = old.last_use = -1
+            old.written = False
+            piece = view if box is None else _in_box(view, box, call.mask_shape, call.dims)
+            if opcode not in _DMA_OPCODES:
+                piece = piece.compute_view()
+            if opcode == "nc_matmul":
+                flags = [accumulate or flags[0]] + flags[1:]
+            self.instructions[index] = (opcode, [piece] + operands[1:], alu, activation,
+                                        scalars, flags, axes, source)
+        if allocation.first_use < 0:
+            allocation.first_use = first
+        allocation.last_use = last
+        allocation.written = allocation.root.written = True
+        if accumulate:
+            allocation.accumulated = True
+
+    def _spread_partitions(self, view):
+        """A partition-broadcast view copied into a tile of its shape: a DMA
+        reads the one partition once per destination partition (engines
+        read one partition per lane)."""
+        if view._allocation.space == "psum":
+            fail("err_unsupported_memory", f"a partition broadcast of PSUM tile '{view.name}': "
+                 "copy it to SBUF first (DMA cannot read PSUM)")
+        shape = (view.shape[0], math.prod(view.shape[1:]))
+        tile = self.allocate(sbuf, view.dtype, shape, f"{view.name}_bcast")
+        spread = NkiTensor(tile, view.shape, (shape[1],) + contiguous_strides(view.shape[1:]))
+        self._emit("dma_copy", [spread, view], (0,), (), None, (), (), ())
+        return spread
+
+
+class _Call:
+    """What one record() emitted: (instruction index, mask box or None) per
+    piece, and how its destination met the mask."""
+
+    def __init__(self, mask_shape, dims):
+        self.mask_shape = mask_shape
+        self.dims = dims
+        self.pieces = []
+
+
+def _in_box(operand, box, mask_shape, dims):
+    """The part of `operand` an instruction under a mask touches: each of
+    its dimensions that matches a mask axis (by position, or by `dims`,
+    operand dimension -> mask axis) narrowed to the box."""
+    bounds = []
+    for dim, size in enumerate(operand.shape):
+        axis = dims.get(dim) if dims is not None else dim
+        if axis is not None and axis < len(box) and mask_shape[axis] == size and size > 1:
+            bounds.append(box[axis])
+        else:
+            bounds.append((0, size - 1))
+    return operand.with_box(bounds)
 
 
 _local = threading.local()
@@ -393,12 +323,20 @@ def place_tiles(trace):
     """Gives every tile its byte offset: a first-fit over the tiles live at
     once (first to last use) whose partitions meet it, PSUM tiles on whole
     2 KiB banks; tiles the kernel placed (nl.ndarray(address=...)) stay
-    where it put them. Raises the allocator's error when the live tiles do
-    not fit."""
+    where it put them, and a tile's aliases (other dtypes' views of it) go
+    where it goes. Raises the allocator's error when the live tiles do not
+    fit."""
+    aliases = [a for a in trace.allocations if a.alias_of is not None and a.first_use >= 0]
+    for alias in aliases:
+        root = alias.root
+        root.first_use = alias.first_use if root.first_use < 0 else \
+            min(root.first_use, alias.first_use)
+        root.last_use = max(root.last_use, alias.last_use)
     target = trace.target
     for space, capacity, align in (("sbuf", target.sbuf_partition_bytes, 64),
                                    ("psum", target.psum_partition_bytes, target.psum_bank_bytes)):
-        tiles = sorted((a for a in trace.allocations if a.space == space and a.first_use >= 0),
+        tiles = sorted((a for a in trace.allocations
+                        if a.space == space and a.first_use >= 0 and a.alias_of is None),
                        key=lambda a: (a.first_use, a.index))
         fixed = [tile for tile in tiles if tile.fixed]
         live = []
@@ -426,3 +364,7 @@ def place_tiles(trace):
                     f"{capacity}", tile.location)
             tile.byte_offset = offset
             live.append(tile)
+    for alias in aliases:
+        alias.partition_start = alias.root.partition_start
+        alias.byte_offset = alias.root.byte_offset
+        alias.address_index = alias.root.address_index

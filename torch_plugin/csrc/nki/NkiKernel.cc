@@ -27,7 +27,7 @@ void CheckBuffers(const rtd::NkiKernelPlan& plan, const std::vector<at::Tensor>&
     const int64_t available =
         (static_cast<int64_t>(tensor.storage().nbytes()) -
          tensor.storage_offset() * static_cast<int64_t>(tensor.element_size())) /
-        static_cast<int64_t>(rtd::ElementBytes(allocation.dtype));
+        static_cast<int64_t>(rtd::NkiElementBytes(allocation.dtype));
     TORCH_CHECK_VALUE(available >= allocation.elements, "NKI kernel '", plan.name, "': '",
                       allocation.name, "' needs ", allocation.elements, " elements; its storage has ",
                       available);

@@ -24,16 +24,32 @@ Enum Named(std::optional<Enum> (*lookup)(std::string_view), const py::handle& na
   return *value;
 }
 
+std::vector<rtd::NkiDim> DimsOf(const py::handle& pairs) {
+  std::vector<rtd::NkiDim> dims;
+  for (const py::handle& dim : py::cast<py::list>(pairs)) {
+    const auto pair = py::cast<py::tuple>(dim);
+    dims.push_back(
+        rtd::NkiDim{.stride = py::cast<int64_t>(pair[0]), .count = py::cast<int64_t>(pair[1])});
+  }
+  return dims;
+}
+
 rtd::NkiAccess AccessOf(const py::handle& description) {
-  // (allocation, offset, [(stride, count), ...])
+  // (allocation, offset, [(stride, count), ...]), and optionally the
+  // indirect part ((allocation, offset, [(stride, count), ...]), dim, stride).
   const auto fields = py::cast<py::tuple>(description);
   rtd::NkiAccess access{.allocation = py::cast<uint32_t>(fields[0]),
                         .offset = py::cast<int64_t>(fields[1]),
-                        .dims = {}};
-  for (const py::handle& dim : py::cast<py::list>(fields[2])) {
-    const auto pair = py::cast<py::tuple>(dim);
-    access.dims.push_back(
-        rtd::NkiDim{.stride = py::cast<int64_t>(pair[0]), .count = py::cast<int64_t>(pair[1])});
+                        .dims = DimsOf(fields[2]),
+                        .indirect = std::nullopt};
+  if (fields.size() > 3) {
+    const auto indirect = py::cast<py::tuple>(fields[3]);
+    const auto index = py::cast<py::tuple>(indirect[0]);
+    access.indirect = rtd::NkiIndirect{.allocation = py::cast<uint32_t>(index[0]),
+                                       .offset = py::cast<int64_t>(index[1]),
+                                       .dims = DimsOf(index[2]),
+                                       .dim = py::cast<int32_t>(indirect[1]),
+                                       .stride = py::cast<int64_t>(indirect[2])};
   }
   return access;
 }
@@ -61,6 +77,13 @@ rtd::NkiInstruction InstructionOf(const py::handle& description) {
   return instruction;
 }
 
+// A dtype as the plan numbers it: a torch.dtype, or an int for NKI's
+// dtypes torch has not (rtd::kNkiFloat8E4m3).
+int32_t DtypeOf(const py::handle& dtype) {
+  if (py::isinstance<py::int_>(dtype)) return py::cast<int32_t>(dtype);
+  return static_cast<int32_t>(py::cast<at::ScalarType>(dtype));
+}
+
 rtd::NkiAllocation AllocationOf(const py::handle& description) {
   // (space, dtype, name, address_index, elements, partitions, free_elements,
   //  partition_start, byte_offset, shape)
@@ -68,7 +91,7 @@ rtd::NkiAllocation AllocationOf(const py::handle& description) {
   TORCH_CHECK(fields.size() == 10, "an NKI allocation is described by 10 fields");
   return rtd::NkiAllocation{
       .space = static_cast<rtd::NkiSpace>(py::cast<int32_t>(fields[0])),
-      .dtype = static_cast<int32_t>(py::cast<at::ScalarType>(fields[1])),
+      .dtype = DtypeOf(fields[1]),
       .name = py::cast<std::string>(fields[2]),
       .address_index = py::cast<uint32_t>(fields[3]),
       .elements = py::cast<int64_t>(fields[4]),
