@@ -52,6 +52,23 @@ def test_out_argument_is_resized():
     assert out.shape == (3,) and out.cpu().tolist() == [2.0, 2.0, 2.0]
 
 
+def test_sequence_creation_writes_through_a_strided_out_view():
+    # linspace, logspace and arange keep the shape of an out= of the right
+    # element count; the values must land in the view's elements, not in the
+    # first elements of its storage.
+    makers = (lambda out: torch.linspace(0, 3, 4, out=out),
+              lambda out: torch.logspace(0, 3, 4, out=out),
+              lambda out: torch.arange(4.0, out=out))
+    for make in makers:
+        expected = torch.zeros(2, 3)
+        make(expected.narrow(1, 1, 2))
+        actual = torch.zeros(2, 3, device="neuron")
+        view = actual.narrow(1, 1, 2)
+        make(view)
+        assert view.stride() == (3, 1)
+        torch.testing.assert_close(actual.cpu(), expected)
+
+
 def test_resize_and_set():
     x = torch.arange(4.0, device="neuron")
     x.resize_(2, 3)

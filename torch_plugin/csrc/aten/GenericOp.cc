@@ -3,6 +3,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
 #include <ATen/EmptyTensor.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
@@ -20,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "csrc/aten/DeviceResultDtypes.h"
 #include "csrc/aten/internal/CallWalker.h"
+#include "csrc/aten/internal/LongLists.h"
 #include "csrc/aten/internal/MetaTensors.h"
 #include "csrc/aten/internal/OpInfo.h"
 #include "csrc/runtime/NeuronAllocator.h"
@@ -34,17 +36,15 @@ namespace rtd = neuron::rtd;
 using torch::jit::Stack;
 
 // Room below NEURON_RTD_MAX_LAUNCH_ARGS and the 4 KiB record bound; larger
-// foreach calls are split.
-constexpr size_t kMaxLaunchAddresses = 192;
-constexpr size_t kMaxScalarBytes = 1024;
+// calls are split (LongLists.h) or run on the CPU.
+constexpr internal::LaunchSize kLaunchLimit{.addresses = 192, .scalar_bytes = 1024};
 
 using internal::AppendRaw;
-using internal::ArgKind;
 using internal::CallDevice;
 using internal::CallWalker;
 using internal::DeviceDtype;
 using internal::InfoFor;
-using internal::IsTensorListType;
+using internal::LaunchInSlices;
 using internal::MetaOutcome;
 using internal::MoveCpuScalars;
 using internal::OpInfo;
@@ -154,6 +154,13 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   Stack meta;
   if (run_meta) {
     meta = ToMetaStack(arguments, /*keep_offset=*/false);
+    if (info.out_keeps_shape_of_right_count) {
+      // An empty out= tensor: the meta kernel resizes it silently, to the
+      // count compared below.
+      for (int argument : info.return_argument) {
+        if (argument >= 0) meta[argument] = at::empty({0}, meta[argument].toTensor().options());
+      }
+    }
     if (RunMeta(op, meta) == MetaOutcome::kNoMetaKernel) return nullptr;
     MatchDeviceResultDtypes(op, arguments, meta);
   } else {
@@ -170,6 +177,7 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
     if (argument < 0 || !arguments[argument].isTensor()) continue;
     at::Tensor real = arguments[argument].toTensor();
     const at::Tensor& shaped = meta[r].toTensor();
+    if (info.out_keeps_shape_of_right_count && real.numel() == shaped.numel()) continue;
     if (!real.sizes().equals(shaped.sizes())) {
       real.resize_(shaped.sizes());
       *resized = true;
@@ -266,60 +274,6 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   return plan;
 }
 
-// Splits a call whose lists are too long for one LAUNCH into calls over
-// slices of every list argument; list results are concatenated.
-bool LaunchInChunks(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
-                    size_t argument_count, size_t addresses) {
-  size_t list_length = 0;
-  Stack arguments(stack->end() - argument_count, stack->end());
-  for (size_t i = 0; i < argument_count; ++i) {
-    if (info.kinds[i] == ArgKind::kTensorList || info.kinds[i] == ArgKind::kScalarList) {
-      list_length = std::max(list_length, arguments[i].toListRef().size());
-    }
-  }
-  if (list_length < 2) return false;
-  const size_t per_element = (addresses + list_length - 1) / list_length;
-  const size_t chunk = std::max<size_t>(1, kMaxLaunchAddresses / std::max<size_t>(per_element, 1));
-  torch::jit::drop(*stack, argument_count);
-  std::vector<std::vector<at::Tensor>> results(op.schema().returns().size());
-  for (size_t begin = 0; begin < list_length; begin += chunk) {
-    const size_t end = std::min(list_length, begin + chunk);
-    Stack part;
-    for (size_t i = 0; i < argument_count; ++i) {
-      const ArgKind kind = info.kinds[i];
-      if ((kind == ArgKind::kTensorList || kind == ArgKind::kScalarList) &&
-          arguments[i].toListRef().size() == list_length) {
-        const auto& items = arguments[i].toListRef();
-        if (kind == ArgKind::kTensorList) {
-          std::vector<at::Tensor> slice;
-          for (size_t j = begin; j < end; ++j) slice.push_back(items[j].toTensor());
-          part.emplace_back(std::move(slice));
-        } else {
-          c10::impl::GenericList slice(c10::NumberType::get());
-          for (size_t j = begin; j < end; ++j) slice.push_back(items[j]);
-          part.emplace_back(std::move(slice));
-        }
-      } else {
-        part.push_back(arguments[i]);
-      }
-    }
-    LaunchOnDevice(op, &part);
-    for (size_t r = 0; r < part.size(); ++r) {
-      if (part[r].isTensorList()) {
-        for (const at::Tensor& tensor : part[r].toTensorVector()) results[r].push_back(tensor);
-      }
-    }
-  }
-  for (size_t r = 0; r < op.schema().returns().size(); ++r) {
-    if (IsTensorListType(op.schema().returns()[r].type())) {
-      stack->emplace_back(results[r]);
-    } else {
-      stack->push_back(arguments[info.return_argument[r] >= 0 ? info.return_argument[r] : 0]);
-    }
-  }
-  return true;
-}
-
 // How LaunchArguments ended: launched, or the call needs what only the boxed
 // path does (split into several launches; run on the CPU).
 enum class LaunchOutcome { kLaunched, kTooManyTensors, kNoMetaKernel };
@@ -330,7 +284,8 @@ struct LaunchedCall {
   // The new outputs, in the plan's order (undefined where the operator
   // leaves a result undefined).
   std::vector<at::Tensor> outputs;
-  size_t addresses = 0;
+  // What the call takes of a LAUNCH.
+  internal::LaunchSize size;
 };
 
 // Launches a call whose tensors are all on `device` (the current device).
@@ -343,9 +298,9 @@ LaunchedCall LaunchArguments(const c10::OperatorHandle& op, const OpInfo& info,
   for (;;) {
     CallWalker walker(info, device, nullptr);
     walker.Walk(arguments);
-    call.addresses = walker.addresses.size();
-    if (walker.addresses.size() > kMaxLaunchAddresses ||
-        walker.scalars.size() > kMaxScalarBytes) {
+    call.size = {.addresses = walker.addresses.size(), .scalar_bytes = walker.scalars.size()};
+    if (call.size.addresses > kLaunchLimit.addresses ||
+        call.size.scalar_bytes > kLaunchLimit.scalar_bytes) {
       call.outcome = LaunchOutcome::kTooManyTensors;
       return call;
     }
@@ -436,10 +391,15 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   LaunchedCall call = LaunchArguments(op, info, *device, arguments, run_meta);
   switch (call.outcome) {
     case LaunchOutcome::kTooManyTensors:
-      TORCH_CHECK(info.has_list_arguments &&
-                      LaunchInChunks(op, info, stack, argument_count, call.addresses),
-                  info.qualified, " takes ", call.addresses,
-                  " tensors in one call; a neuron launch takes at most ", kMaxLaunchAddresses);
+      if (info.has_list_arguments &&
+          LaunchInSlices(op, info, stack, call.size, kLaunchLimit)) {
+        return;
+      }
+      RunOnCpu(op, info, stack,
+               absl::StrFormat("a call of %d tensors and %d scalar bytes exceeds one launch's "
+                               "%d and %d, and its list elements depend on each other",
+                               call.size.addresses, call.size.scalar_bytes,
+                               kLaunchLimit.addresses, kLaunchLimit.scalar_bytes));
       return;
     case LaunchOutcome::kNoMetaKernel:
       torch::jit::drop(*stack, argument_count);

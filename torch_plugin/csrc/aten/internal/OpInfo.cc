@@ -227,6 +227,10 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
   // An in-place operator keeps its tensor's shape whatever its numbers
   // (fill_, uniform_): they stay per-call immediates.
   info->scalars_in_signature = !has_tensor_input && !(writes_in_place && !writes_out_argument);
+  const std::string& name = schema.name();
+  info->out_keeps_shape_of_right_count =
+      writes_out_argument && (name == "aten::linspace" || name == "aten::logspace" ||
+                              name == "aten::arange" || name == "aten::range");
   info->seeds_default_generator =
       !has_generator && op.hasTag(at::Tag::nondeterministic_seeded);
   bool all_new_tensors = !info->is_view && !schema.returns().empty();

@@ -55,6 +55,10 @@ struct OpInfo {
   // in-place: scalar values may decide output shapes (arange.out), so they
   // are part of the signature.
   bool scalars_in_signature = false;
+  // linspace, logspace, arange and range: their CPU and CUDA kernels keep
+  // an out= tensor's shape when its element count is right, where their
+  // meta kernels resize it (and warn).
+  bool out_keeps_shape_of_right_count = false;
   // Random without a Generator argument (native_dropout).
   bool seeds_default_generator = false;
   bool has_list_arguments = false;
