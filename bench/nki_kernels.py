@@ -9,7 +9,14 @@ measured in the same run:
 - nki_trace_ms_<kernel>: tracing each example kernel once (a fresh trace of
   its acceptance shape), and its instruction count.
 - nki_trn2_estimate_us_<kernel>: nki.estimate's predicted time on trn2 (a
-  model, not a measurement: docs/nki.md).
+  model, not a measurement: docs/nki.md), for the examples and for kernels
+  of the kernel suite (tests/nki) that use the newer instructions: Mamba's
+  scan with partition broadcasts (legacy API), flash attention's forward,
+  and an fp8 matmul in double-row mode with the same matmul in bf16 beside
+  it (nki_trn2_fp8_vs_bf16_matmul: the fp8 one's predicted time over the
+  bf16 one's).
+- nki_suite_simulate_s: the kernel suite's small cases, each traced and run
+  once in nki.simulate, in seconds.
 """
 import json
 import pathlib
@@ -19,6 +26,7 @@ import time
 import daemon
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "nki"
+SUITE = pathlib.Path(__file__).resolve().parent.parent / "tests" / "nki"
 ROUNDS = 5
 CALLS = 50
 
@@ -85,6 +93,50 @@ def worker():
         figures[f"nki_instructions_{name}"] = traced.instruction_count
         figures[f"nki_trn2_estimate_us_{name}"] = round(
             nki.estimate(kernel)(*arguments).total_us, 2)
+    figures.update(_suite_figures())
+    return figures
+
+
+def _suite_figures():
+    import numpy as np
+    import torch
+
+    import nki
+
+    sys.path.insert(0, str(SUITE))
+    import current_attention
+    import current_kernels
+    import legacy_kernels
+    import suite
+
+    figures = {}
+    rng = np.random.default_rng(0)
+
+    def inputs(case):
+        return suite.CASES[case].inputs(rng, "full")
+
+    def matmul_bf16(lhs_t, rhs):
+        return current_kernels.matmul_blocked.function(lhs_t, rhs)
+
+    estimated = {
+        "mamba_scan": (legacy_kernels.selective_scan, inputs("legacy_mamba_selective_scan")),
+        "flash_attention_forward": (current_attention.flash_forward,
+                                    inputs("current_flash_attention_forward")),
+        "fp8_double_row_matmul": (current_kernels.matmul_fp8,
+                                  inputs("current_matmul_fp8_double_row")),
+        "bf16_matmul": (nki.jit(matmul_bf16), [torch.empty(1024, 128, dtype=torch.bfloat16),
+                                               torch.empty(1024, 512, dtype=torch.bfloat16)]),
+    }
+    for name, (kernel, arguments) in estimated.items():
+        figures[f"nki_trn2_estimate_us_{name}"] = round(
+            nki.estimate(kernel)(*arguments).total_us, 2)
+    figures["nki_trn2_fp8_vs_bf16_matmul"] = round(
+        figures["nki_trn2_estimate_us_fp8_double_row_matmul"] /
+        figures["nki_trn2_estimate_us_bf16_matmul"], 3)
+    started = time.perf_counter()
+    for case in suite.CASES.values():
+        case.launch(*case.inputs(rng, "small"))
+    figures["nki_suite_simulate_s"] = round(time.perf_counter() - started, 2)
     return figures
 
 

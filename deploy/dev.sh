@@ -23,6 +23,12 @@
 #   deploy/dev.sh conformance  build, run every sample of PyTorch's OpInfo database on neuron
 #                           against the CPU (tests/conformance); prints the pass rate (`test`
 #                           runs the first sample of each operator and mode)
+#   deploy/dev.sh nki     build, run the NKI kernel suite (tests/nki: kernels in both NKI APIs
+#                           against NumPy goldens, in nki.simulate, on neuron and compiled) at
+#                           full size (`test` runs it small)
+#   deploy/dev.sh nki-published [RUNNER ARGS]  build, run NKI kernels AWS publishes against
+#                           goldens (tests/nki_published/run.py; the kernels stay outside the
+#                           repository: pass checkouts of them, --help lists the options)
 #   deploy/dev.sh package  build the Debian packages (debian/, in build-deb/; the .deb files in
 #                           build-deb/debs/), then install, check and purge them on a throwaway
 #                           overlay of this system (needs root)
@@ -50,7 +56,7 @@ APT_PACKAGES=(
   python3-dev python3-venv procps
   debhelper help2man
 )
-PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy scikit-build-core)
+PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy ml_dtypes scikit-build-core)
 # Test-only Python packages (the model suite, Hugging Face Transformers and
 # Accelerate; pyarrow for the profiler's Parquet metrics, the `profiling`
 # extra; TorchTitan and what it imports, triton included: its MoE kernels
@@ -97,7 +103,7 @@ ensure_venv() {
   if ! "$VENV/bin/python" - "$TORCH_VERSION" <<'PY' 2>/dev/null; then
 import sys, importlib.metadata as md
 assert md.version("torch").split("+")[0] == sys.argv[1]
-md.version("pytest"); md.version("numpy"); md.version("scikit-build-core")
+md.version("pytest"); md.version("numpy"); md.version("ml_dtypes"); md.version("scikit-build-core")
 PY
     log "installing ${PYTHON_PACKAGES[*]} into $VENV"
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PYTHON_PACKAGES[@]}"
@@ -161,10 +167,10 @@ cmd_test() {
   log "running C++ tests (CTest)"
   (cd "$BUILD_DIR" && NEURON_PROMTOOL="$PROMTOOL" \
     ctest --output-on-failure --parallel "$(nproc)" --timeout 300)
-  log "running Python tests (pytest), the small models of the model suite, and the fast slice"
-  log "of the OpInfo conformance suite"
+  log "running Python tests (pytest), the small models of the model suite, the fast slice"
+  log "of the OpInfo conformance suite and the NKI kernel suite at small size"
   "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models" \
-    "$ROOT/tests/conformance"
+    "$ROOT/tests/conformance" "$ROOT/tests/nki"
   nrt_python_tests
   # The fast slice of `package`.
   package_slice
@@ -369,6 +375,19 @@ cmd_conformance() {
   NEURON_CONFORMANCE=all "$VENV/bin/python" -m pytest -q "$ROOT/tests/conformance"
 }
 
+cmd_nki() {
+  cmd_build
+  ensure_test_packages
+  log "the NKI kernel suite at full size"
+  NKI_SUITE_SIZE=full "$VENV/bin/python" -m pytest -q "$ROOT/tests/nki"
+}
+
+cmd_nki_published() {
+  cmd_build
+  ensure_test_packages
+  "$VENV/bin/python" "$ROOT/tests/nki_published/run.py" "$@"
+}
+
 cmd_chaos() {
   local repetitions="${1:-100}"
   cmd_build
@@ -439,9 +458,11 @@ case "${1:-}" in
   chaos) shift; cmd_chaos "$@" ;;
   models) cmd_models ;;
   conformance) cmd_conformance ;;
+  nki) cmd_nki ;;
+  nki-published) shift; cmd_nki_published "$@" ;;
   package) cmd_package ;;
   *)
-    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
