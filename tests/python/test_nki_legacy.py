@@ -252,6 +252,35 @@ def test_psum_block_tiles_take_a_bank_each_and_a_kernel_may_return_an_hbm_tensor
     np.testing.assert_allclose(blocks(lhs_t, rhs), lhs_t.T @ rhs, rtol=1e-4, atol=1e-3)
 
 
+def test_psum_blocks_smaller_than_a_bank_share_banks():
+    # 16 blocks of 128 float32 (512 bytes a partition): four to a bank, so
+    # the tile takes 4 of PSUM's 8 banks (AWS's attention samples do this).
+    @nki.jit
+    def blocks(lhs_t, rhs):
+        out = nl.ndarray((4, 4, 128, 128), dtype=np.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((4, 4, nl.par_dim(128), 128), dtype=np.float32, buffer=nl.psum)
+        lhs = nl.load(lhs_t)
+        for a in nl.affine_range(4):
+            for b in nl.affine_range(4):
+                acc[a, b] = nisa.nc_matmul(lhs, nl.load(rhs[a, b]))
+        for a in nl.affine_range(4):
+            for b in nl.affine_range(4):
+                nl.store(out[a, b], value=nl.copy(acc[a, b]))
+        return out
+
+    lhs_t = rng.standard_normal((128, 128), np.float32)
+    rhs = rng.standard_normal((4, 4, 128, 128), np.float32)
+    np.testing.assert_allclose(blocks(lhs_t, rhs), lhs_t.T @ rhs, rtol=1e-4, atol=1e-3)
+
+    @nki.jit
+    def too_many(x):
+        acc = nl.ndarray((40, nl.par_dim(128), 128), dtype=np.float32, buffer=nl.psum)
+        return acc
+
+    with pytest.raises(NkiValidationError, match="10 banks' worth; PSUM has 8"):
+        too_many(np.zeros((1, 1), np.float32))
+
+
 def test_legacy_constants_numpy_scalars_and_finfo_of_a_tiles_dtype():
     @nki.jit
     def clamp_average(x):
@@ -259,8 +288,10 @@ def test_legacy_constants_numpy_scalars_and_finfo_of_a_tiles_dtype():
         tile = nl.load(x)
         lowest = nl.finfo(tile.dtype).min
         count = np.int32(x.shape[1]) * np.int32(1)
-        floor = nl.full(x.shape, nl.fp32.min, dtype=np.float32, lazy_initialization=False)
-        nl.store(out, value=nl.maximum(nl.divide(tile, count), floor))
+        floor = nl.full(x.shape, fill_value=nl.fp32.min, dtype=np.float32,
+                        lazy_initialization=False)
+        ceiling = nl.full(x.shape, np.float32(1e30), np.float32)
+        nl.store(out, value=nl.minimum(nl.maximum(nl.divide(tile, count), floor), ceiling))
         assert lowest == np.finfo(np.float32).min
         return out
 

@@ -38,8 +38,6 @@ def _check_shape(shape, buffer, dtype, name):
              f"architecture limitation of {target.partitions}.")
     free_bytes = math.prod(sizes) // partitions * _dtypes.itemsize(dtype)
     if buffer.space == "psum":
-        # Each block (the dimensions before the partitions) is a tile of
-        # its own bank.
         blocks = math.prod(sizes[:partition_dim])
         block_bytes = free_bytes // blocks
         banks = target.psum_partition_bytes // target.psum_bank_bytes
@@ -47,13 +45,20 @@ def _check_shape(shape, buffer, dtype, name):
             fail("err_psum_tile_exceed_bank", f"a PSUM tile holds at most one 2 KiB bank per "
                  f"partition ({target.psum_bank_bytes // 4} float32); '{name}' "
                  f"{list(sizes)} of {_dtypes.name(dtype)} needs {block_bytes} bytes")
-        if blocks > banks:
-            fail("err_out_of_memory", f"PSUM tile '{name}' {list(sizes)} has {blocks} blocks, "
-                 f"one bank each; PSUM has {banks}")
+        needed = -(-blocks // _psum_blocks_per_bank(block_bytes))
+        if needed > banks:
+            fail("err_out_of_memory", f"PSUM tile '{name}' {list(sizes)} has {blocks} blocks of "
+                 f"{block_bytes} bytes per partition, {needed} banks' worth; PSUM has {banks}")
     elif free_bytes > target.sbuf_partition_bytes:
         fail("err_out_of_memory", f"SBUF tile '{name}' {list(sizes)} needs {free_bytes} bytes per "
              f"partition; a partition has {target.sbuf_partition_bytes}")
     return sizes, partition_dim
+
+
+def _psum_blocks_per_bank(block_bytes):
+    """How many blocks of a PSUM tile share a bank: as many as fit, so that
+    no block crosses a bank's boundary (an accumulation stays in its bank)."""
+    return max(1, _target.current().psum_bank_bytes // block_bytes)
 
 
 def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
@@ -81,10 +86,13 @@ def ndarray(shape, dtype, buffer=sbuf, name="", address=None):
         return NkiTensor(allocation, shape, contiguous_strides(shape))
     partitions = shape[partition_dim]
     blocks, free = shape[:partition_dim], shape[partition_dim + 1:]
-    # Blocks lie side by side in each partition; in PSUM, one bank apiece.
+    # Blocks lie side by side in each partition; in PSUM, evenly spaced in
+    # its banks, none across a bank's boundary.
     block_elements = math.prod(free)
     if buffer is psum and blocks:
-        block_elements = _target.current().psum_bank_bytes // _dtypes.itemsize(dtype)
+        bank_bytes = _target.current().psum_bank_bytes
+        per_bank = _psum_blocks_per_bank(block_elements * _dtypes.itemsize(dtype))
+        block_elements = bank_bytes // per_bank // _dtypes.itemsize(dtype)
     row = math.prod(blocks) * block_elements
     allocation = trace.allocate(buffer, dtype, (partitions, row), name)
     if address is not None:

@@ -91,7 +91,7 @@ def _creation(name):
         # lazy_initialization and the like steer AWS's compiler only.
         with _index.masked(mask):
             return current(*args, buffer=buffer, name=name, **{
-                k: v for k, v in kwargs.items() if k == "dtype"})
+                k: v for k, v in kwargs.items() if k in ("dtype", "fill_value")})
     return create
 
 
