@@ -71,6 +71,46 @@ def test_rng_is_reproducible_from_manual_seed():
     assert torch.equal(torch.rand(10, device="neuron").cpu(), c)
 
 
+def test_rng_state_under_a_dispatch_mode_that_calls_back_into_the_generator():
+    # DTensor's LocalTensorMode saves and restores the RNG state from inside
+    # __torch_dispatch__: the state's tensor must be made without dispatching
+    # while the generator's lock is held, or the mode's call waits forever.
+    # In a child with a time limit, so a regression fails instead of hanging.
+    import subprocess
+
+    script = (
+        "import torch, torch_neuronx\n"
+        "from torch.utils._python_dispatch import TorchDispatchMode\n"
+        "class Reentrant(TorchDispatchMode):\n"
+        "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+        "        if not getattr(self, 'inside', False):\n"
+        "            self.inside = True\n"
+        "            torch.neuron.set_rng_state(torch.neuron.get_rng_state())\n"
+        "            self.inside = False\n"
+        "        return func(*args, **(kwargs or {}))\n"
+        "torch.manual_seed(5)\n"
+        "with Reentrant():\n"
+        "    state = torch.neuron.get_rng_state()\n"
+        "    x = torch.rand(4, device='neuron')\n"
+        "print(state.device, state.dtype, tuple(state.shape), x.shape[0])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cpu", "torch.uint8", "(16,)", "4"]
+
+
+def test_rng_state_on_the_device_is_refused_as_on_cuda():
+    state = torch.neuron.get_rng_state()
+    try:
+        torch.neuron.set_rng_state(state.to("neuron"))
+    except TypeError as error:
+        assert "RNG state must be a torch.ByteTensor" in str(error)
+    else:
+        raise AssertionError("a neuron state tensor was accepted")
+    torch.neuron.set_rng_state(state)
+
+
 def test_two_processes_train_at_once_on_one_core(tmp_path):
     import subprocess
 

@@ -1,7 +1,7 @@
 #include "csrc/runtime/NeuronGenerator.h"
 
-#include <ATen/core/TensorBase.h>
-#include <ATen/ops/empty.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/EmptyTensor.h>
 #include <c10/core/TensorImpl.h>
 
 #include <cstring>
@@ -42,17 +42,22 @@ uint64_t NeuronGenerator::seed() {
 }
 
 void NeuronGenerator::set_state(const c10::TensorImpl& state) {
-  TORCH_CHECK_VALUE(state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && state.numel() == 16 &&
-                        state.is_contiguous(),
+  // A state on the device would be read through a device address: refuse it
+  // as every generator does (TypeError).
+  at::detail::check_rng_state(state);
+  TORCH_CHECK_VALUE(state.numel() == 16 && state.is_contiguous(),
                     "a neuron generator state is a contiguous uint8 tensor of 16 bytes, got ",
-                    state.numel(), " elements of ", state.dtype().name());
+                    state.numel(), " elements");
   const auto* bytes = static_cast<const uint8_t*>(state.data());
   std::memcpy(&seed_, bytes, 8);
   std::memcpy(&offset_, bytes + 8, 8);
 }
 
 c10::intrusive_ptr<c10::TensorImpl> NeuronGenerator::get_state() const {
-  at::Tensor state = at::empty({16}, at::TensorOptions().dtype(at::kByte));
+  // The caller holds mutex_: nothing here may dispatch, or a dispatch mode
+  // that calls back into this generator would wait for itself.
+  at::Tensor state = at::detail::empty_cpu({16}, at::kByte, std::nullopt, std::nullopt,
+                                           std::nullopt, std::nullopt);
   auto* bytes = state.data_ptr<uint8_t>();
   std::memcpy(bytes, &seed_, 8);
   std::memcpy(bytes + 8, &offset_, 8);
