@@ -211,8 +211,10 @@ absl::StatusOr<hal::OpValue> ToValue(const v1::OpArgument& argument, std::string
     }
     case v1::OpArgument::kImmediateList: {
       const v1::ImmediateScalarList& list = argument.immediate_list();
+      const uint64_t widest = hal::ImmediateScalarBytes(hal::ImmediateScalar::Kind::kComplexDouble);
       if (list.count() > kMaxListLength ||
-          uint64_t{list.offset()} + uint64_t{list.count()} * 8 > NEURON_RTD_MAX_RECORD_BYTES) {
+          uint64_t{list.offset()} + uint64_t{list.count()} * widest >
+              NEURON_RTD_MAX_RECORD_BYTES) {
         return Invalid(where, "immediate scalar list reaches beyond any record");
       }
       return hal::OpValue(hal::ImmediateScalarList{

@@ -12,6 +12,7 @@ using ::neuron::rtd::EagerOpPlan;
 using ::neuron::rtd::ElementBytes;
 using ::neuron::rtd::GeneratorSeed;
 using ::neuron::rtd::ImmediateScalar;
+using ::neuron::rtd::ImmediateScalarBytes;
 using ::neuron::rtd::ImmediateScalarList;
 using ::neuron::rtd::NoneValue;
 using ::neuron::rtd::OptionalTensorLayouts;

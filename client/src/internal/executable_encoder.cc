@@ -27,6 +27,8 @@ v1::ImmediateScalar::Kind ToKind(neuron::rtd::ImmediateScalar::Kind kind) {
       return v1::ImmediateScalar::KIND_DOUBLE;
     case neuron::rtd::ImmediateScalar::Kind::kBool:
       return v1::ImmediateScalar::KIND_BOOL;
+    case neuron::rtd::ImmediateScalar::Kind::kComplexDouble:
+      return v1::ImmediateScalar::KIND_COMPLEX_DOUBLE;
   }
   return v1::ImmediateScalar::KIND_INT64;
 }

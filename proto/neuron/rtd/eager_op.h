@@ -25,12 +25,18 @@ struct TensorLayout {
 
 // A per-call scalar read from the LAUNCH scalars.
 struct ImmediateScalar {
-  enum class Kind { kInt64, kDouble, kBool };
+  enum class Kind { kInt64, kDouble, kBool, kComplexDouble };
   Kind kind = Kind::kInt64;
   uint32_t offset = 0;
 };
 
-// `count` per-call scalars of one kind, 8 bytes apart from `offset`.
+// The bytes one scalar of `kind` takes in the LAUNCH scalars.
+constexpr uint32_t ImmediateScalarBytes(ImmediateScalar::Kind kind) {
+  return kind == ImmediateScalar::Kind::kComplexDouble ? 16 : 8;
+}
+
+// `count` per-call scalars of one kind, ImmediateScalarBytes(kind) apart
+// from `offset`.
 struct ImmediateScalarList {
   ImmediateScalar::Kind kind = ImmediateScalar::Kind::kDouble;
   uint32_t offset = 0;

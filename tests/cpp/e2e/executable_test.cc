@@ -133,6 +133,28 @@ TEST_F(ExecutableTest, ScalarListsAreReadFromEachLaunch) {
   EXPECT_EQ(Download(10, 2), (std::vector<float>{-9, -12}));
 }
 
+TEST_F(ExecutableTest, ComplexScalarsAreSixteenBytesEach) {
+  // _foreach_mul_ of two complex64 tensors by [2j, 1-1j]: each scalar is a
+  // (real, imaginary) pair of doubles.
+  constexpr int32_t kComplex64 = 9;
+  rtd::EagerOpPlan plan{.name = "aten::_foreach_mul_", .overload = "ScalarList"};
+  plan.arguments.emplace_back(std::vector<rtd::TensorLayout>{
+      Layout({2}, {1}, 0, kComplex64), Layout({2}, {1}, 1, kComplex64)});
+  plan.arguments.emplace_back(rtd::ImmediateScalarList{
+      .kind = rtd::ImmediateScalar::Kind::kComplexDouble, .offset = 0, .count = 2});
+  absl::StatusOr<uint64_t> id = session_->LoadEagerOp(plan, "foreach_mul_complex");
+  ASSERT_TRUE(id.ok()) << id.status();
+  Upload(0, {1, 0, 2, 0});   // [1, 2]
+  Upload(10, {0, 1, 3, 0});  // [1j, 3]
+  const double factors[] = {0.0, 2.0, 1.0, -1.0};
+  const uint64_t addresses[] = {At(0), At(10)};
+  ASSERT_TRUE(stream_->Launch(*id, addresses,
+                              std::span(reinterpret_cast<const uint8_t*>(factors), 32))
+                  .ok());
+  EXPECT_EQ(Download(0, 4), (std::vector<float>{0, 2, 0, 4}));
+  EXPECT_EQ(Download(10, 4), (std::vector<float>{1, 1, 3, -3}));
+}
+
 TEST_F(ExecutableTest, OptionalTensorListsIndex) {
   // x[:, idx] with x 2x3 and idx [2, 0]: index.Tensor(x, [None, idx]).
   rtd::EagerOpPlan plan{.name = "aten::index", .overload = "Tensor"};

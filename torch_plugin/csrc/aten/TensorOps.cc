@@ -148,7 +148,8 @@ c10::Scalar LocalScalarDense(const at::Tensor& self) {
                      "reading a neuron tensor's value");
         result = c10::Scalar(value);
       }),
-      AT_EXPAND(AT_ALL_TYPES), at::kBool, at::kHalf, at::kBFloat16);
+      AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_COMPLEX_TYPES), at::kComplexHalf, at::kBool,
+      at::kHalf, at::kBFloat16, AT_EXPAND(AT_FLOAT8_TYPES), AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
   return result;
 }
 

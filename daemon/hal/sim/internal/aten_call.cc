@@ -47,11 +47,14 @@ absl::Status CheckKind(const c10::Type& type, const c10::Argument& argument, con
     case c10::TypeKind::SymBoolType:
       fits = std::holds_alternative<bool>(value) || immediate_is({ImmediateScalar::Kind::kBool});
       break;
+    case c10::TypeKind::ComplexType:
+      fits = immediate_is({ImmediateScalar::Kind::kComplexDouble});
+      break;
     case c10::TypeKind::NumberType:
       fits = std::holds_alternative<int64_t>(value) || std::holds_alternative<double>(value) ||
              std::holds_alternative<bool>(value) ||
              immediate_is({ImmediateScalar::Kind::kInt64, ImmediateScalar::Kind::kDouble,
-                           ImmediateScalar::Kind::kBool});
+                           ImmediateScalar::Kind::kBool, ImmediateScalar::Kind::kComplexDouble});
       break;
     case c10::TypeKind::ScalarTypeType:
       fits = std::holds_alternative<ScalarTypeValue>(value);
@@ -113,7 +116,7 @@ absl::Status CheckKind(const c10::Type& type, const c10::Argument& argument, con
 absl::Status CheckImmediateKinds(const OpValue& value) {
   auto known = [](ImmediateScalar::Kind kind) {
     return kind == ImmediateScalar::Kind::kInt64 || kind == ImmediateScalar::Kind::kDouble ||
-           kind == ImmediateScalar::Kind::kBool;
+           kind == ImmediateScalar::Kind::kBool || kind == ImmediateScalar::Kind::kComplexDouble;
   };
   if (const auto* immediate = std::get_if<ImmediateScalar>(&value);
       immediate != nullptr && !known(immediate->kind)) {
@@ -154,6 +157,11 @@ c10::IValue ScalarIValue(ImmediateScalar::Kind kind, const uint8_t* bytes) {
     }
     case ImmediateScalar::Kind::kBool:
       return c10::IValue(bytes[0] != 0);
+    case ImmediateScalar::Kind::kComplexDouble: {
+      double parts[2];
+      std::memcpy(parts, bytes, sizeof(parts));
+      return c10::IValue(c10::complex<double>(parts[0], parts[1]));
+    }
   }
   return c10::IValue();
 }
@@ -242,7 +250,8 @@ absl::StatusOr<c10::IValue> ToIValue(const OpValue& value, const LaunchInputs& i
     return c10::IValue(std::move(tensors));
   }
   if (const auto* list = std::get_if<ImmediateScalarList>(&value)) {
-    const uint64_t end = uint64_t{list->offset} + uint64_t{list->count} * 8;
+    const uint32_t width = ImmediateScalarBytes(list->kind);
+    const uint64_t end = uint64_t{list->offset} + uint64_t{list->count} * width;
     if (end > immediates.size()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "immediate scalar list ends at byte %d; the launch has %d scalar bytes", end,
@@ -250,7 +259,7 @@ absl::StatusOr<c10::IValue> ToIValue(const OpValue& value, const LaunchInputs& i
     }
     c10::impl::GenericList items(c10::NumberType::get());
     for (uint32_t i = 0; i < list->count; ++i) {
-      items.push_back(ScalarIValue(list->kind, immediates.data() + list->offset + 8 * i));
+      items.push_back(ScalarIValue(list->kind, immediates.data() + list->offset + width * i));
     }
     return c10::IValue(std::move(items));
   }
@@ -261,7 +270,8 @@ absl::StatusOr<c10::IValue> ToIValue(const OpValue& value, const LaunchInputs& i
     return c10::IValue(at::detail::createCPUGenerator(*seed));
   }
   const auto& immediate = std::get<ImmediateScalar>(value);
-  const size_t width = immediate.kind == ImmediateScalar::Kind::kBool ? 1 : 8;
+  const size_t width =
+      immediate.kind == ImmediateScalar::Kind::kBool ? 1 : ImmediateScalarBytes(immediate.kind);
   if (immediate.offset > immediates.size() || immediates.size() - immediate.offset < width) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "immediate scalar at offset %d is outside the launch's %d scalar bytes", immediate.offset,

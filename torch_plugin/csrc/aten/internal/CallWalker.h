@@ -43,6 +43,7 @@ inline void AppendInts(std::string& key, c10::IntArrayRef values) {
 inline rtd::ImmediateScalar::Kind ScalarKind(const c10::IValue& value) {
   if (value.isBool()) return rtd::ImmediateScalar::Kind::kBool;
   if (value.isInt()) return rtd::ImmediateScalar::Kind::kInt64;
+  if (value.isComplexDouble()) return rtd::ImmediateScalar::Kind::kComplexDouble;
   return rtd::ImmediateScalar::Kind::kDouble;
 }
 
@@ -93,17 +94,21 @@ class CallWalker {
 
   uint32_t PushScalar(const c10::IValue& value) {
     const auto offset = static_cast<uint32_t>(scalars.size());
-    uint8_t bytes[8] = {};
+    uint8_t bytes[16] = {};
     if (value.isBool()) {
       bytes[0] = value.toBool() ? 1 : 0;
     } else if (value.isInt()) {
       const int64_t number = value.toInt();
       std::memcpy(bytes, &number, 8);
+    } else if (value.isComplexDouble()) {
+      const c10::complex<double> number = value.toComplexDouble();
+      const double parts[2] = {number.real(), number.imag()};
+      std::memcpy(bytes, parts, 16);
     } else {
       const double number = value.toDouble();
       std::memcpy(bytes, &number, 8);
     }
-    scalars.insert(scalars.end(), bytes, bytes + 8);
+    scalars.insert(scalars.end(), bytes, bytes + rtd::ImmediateScalarBytes(ScalarKind(value)));
     return offset;
   }
 
@@ -113,7 +118,7 @@ class CallWalker {
     if (info_.scalars_in_signature) {
       const size_t before = scalars.size();
       PushScalar(value);
-      key.append(reinterpret_cast<const char*>(scalars.data() + before), 8);
+      key.append(reinterpret_cast<const char*>(scalars.data() + before), scalars.size() - before);
       scalars.resize(before);
     }
     const uint32_t offset = PushScalar(value);
