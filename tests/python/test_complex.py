@@ -85,5 +85,40 @@ def test_lazily_conjugated_and_negated_tensors_copy_as_their_values():
     in_place.conj_physical_()
     assert torch.equal(in_place.cpu(), conjugated)
     assert torch.equal(torch._neg_view(zd).clone().cpu(), -z)
-    with pytest.raises(RuntimeError, match="into a conjugated or negated view"):
-        zd.conj().copy_(zd)
+
+
+@pytest.mark.parametrize("write", [
+    lambda t: t.conj().copy_(torch.arange(8.0).to(t.device) * (1 + 2j)),
+    lambda t: t.conj().add_(1j),
+    lambda t: t.conj().mul_(2),
+    lambda t: t.conj().zero_(),
+    lambda t: torch._neg_view(t.real).add_(1.0),
+    lambda t: torch._neg_view(t).copy_(t.conj()),
+], ids=["conj_copy", "conj_add", "conj_mul", "conj_zero", "neg_add", "neg_copy_of_conj"])
+def test_writes_through_conjugated_and_negated_views_as_the_cpu(write):
+    z = torch.complex(torch.arange(8.0), torch.arange(8.0) + 10)
+    expected, actual = z.clone(), z.to("neuron")
+    write(expected)
+    write(actual)
+    assert torch.equal(actual.cpu(), expected)
+
+
+@pytest.mark.parametrize("op", [
+    lambda z: z + 1j,
+    lambda z: z * (2 - 3j),
+    lambda z: z.clone().add_(z, alpha=1j),
+    lambda z: z.clone().fill_(1 + 2j),
+    lambda z: torch.full((3,), 1j, device=z.device),
+    lambda z: torch.where(z.real > 2, z, 1j),
+    lambda z: z.clone().index_fill_(0, torch.tensor([1, 3], device=z.device), 2j),
+    lambda z: torch._foreach_add([z, z * 2], [1j, 2 - 1j])[1],
+], ids=["add", "mul", "alpha", "fill", "full", "where", "index_fill", "foreach_list"])
+def test_complex_scalars_reach_the_device_as_complex(op):
+    z = torch.complex(torch.arange(6.0), torch.arange(6.0) - 3)
+    torch.testing.assert_close(op(z.to("neuron")).cpu(), op(z))
+
+
+def test_item_of_complex_and_half_precision_complex():
+    z = torch.tensor([1.5 - 2j], dtype=torch.complex64)
+    assert z.to("neuron").item() == z.item()
+    assert z.to("neuron")[0].item() == 1.5 - 2j

@@ -140,15 +140,22 @@ void DeviceToDevice(const at::Tensor& source, const at::Tensor& destination) {
 
 at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
 
-// A lazily conjugated or negated source (ifft's result, conj()): its bits
-// are metadata over unchanged data. What the bits say is applied on the
-// source's device (conj_physical, neg), then copied, as the CPU's and
-// CUDA's copy kernels resolve them. (Left to PyTorch's fallback, the copy materializes the source with a
-// clone, whose copy comes back here: endless recursion.)
+// Conjugate and negative bits: metadata over unchanged data (ifft's result,
+// conj(), _neg_view). A source's bits are applied on its device
+// (conj_physical, neg), then copied; a destination with a bit receives the
+// source with the same bit applied, written into its data without the bit.
+// This is how the CPU's and CUDA's copy kernels resolve them. (Left to
+// PyTorch's fallback, the copy materializes the source with a clone, whose
+// copy comes back here: endless recursion.)
 at::Tensor CopyResolvingBits(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  TORCH_CHECK(!dst.is_conj() && !dst.is_neg(),
-              "copy_: into a conjugated or negated view of a tensor on neuron; copy into the "
-              "tensor itself (resolve_conj(), resolve_neg())");
+  if (dst.is_conj()) {
+    CopyFrom(self.conj(), at::_conj(dst), non_blocking);
+    return dst;
+  }
+  if (dst.is_neg()) {
+    CopyFrom(at::_neg_view(self), at::_neg_view(dst), non_blocking);
+    return dst;
+  }
   at::Tensor source = self;
   if (source.is_conj()) source = at::conj_physical(at::_conj(source));
   if (source.is_neg()) source = at::neg(at::_neg_view(source));
