@@ -135,6 +135,78 @@ def test_indexing_with_slices_and_lists(index):
     torch.testing.assert_close(actual.cpu(), expected)
 
 
+def test_cpu_index_and_mask_tensors_index_a_neuron_tensor_as_on_cuda():
+    p = torch.arange(24.0).reshape(4, 6)
+    mask = p[:, 0] > 5
+    rows = torch.tensor([3, 0])
+    d = p.to("neuron")
+    torch.testing.assert_close(d[mask].cpu(), p[mask])
+    torch.testing.assert_close(d[p > 10].cpu(), p[p > 10])
+    torch.testing.assert_close(d[rows, 1:].cpu(), p[rows, 1:])
+    expected, actual = p.clone(), d.clone()
+    expected[rows] = 0.0
+    actual[rows] = 0.0
+    expected.index_put_((rows, torch.tensor([1, 2])), torch.tensor(7.0), accumulate=True)
+    actual.index_put_((rows, torch.tensor([1, 2])), torch.tensor(7.0), accumulate=True)
+    actual[mask] = -1.0
+    expected[mask] = -1.0
+    torch.testing.assert_close(actual.cpu(), expected)
+
+
+@pytest.mark.parametrize("cls", [nn.GRU, nn.LSTM])
+def test_recurrent_layers_train_and_infer_as_on_the_cpu(cls):
+    # nn.GRU and nn.LSTM take ATen's fused cells on every accelerator.
+    torch.manual_seed(0)
+    cpu = cls(5, 7, num_layers=2, batch_first=True)
+    device = copy.deepcopy(cpu).to("neuron")
+    x = torch.randn(3, 4, 5, requires_grad=True)
+    xd = x.detach().to("neuron").requires_grad_()
+    out, _ = cpu(x)
+    out_d, _ = device(xd)
+    torch.testing.assert_close(out_d.cpu(), out, rtol=1e-5, atol=1e-5)
+    out.square().sum().backward()
+    out_d.square().sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), x.grad, rtol=1e-4, atol=1e-5)
+    for (name, p), pd in zip(cpu.named_parameters(), device.parameters()):
+        torch.testing.assert_close(pd.grad.cpu(), p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    with torch.inference_mode():
+        torch.testing.assert_close(device(xd)[0].cpu(), cpu(x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_fused_cell_backward_operators_match_autograd():
+    torch.manual_seed(1)
+    gates_i, gates_h = torch.randn(3, 12), torch.randn(3, 12)
+    hx, grad = torch.randn(3, 4), torch.randn(3, 4)
+    on = [t.to("neuron") for t in (gates_i, gates_h, hx, grad)]
+    hy, workspace = torch.ops.aten._thnn_fused_gru_cell(*on[:3])
+    grads = torch.ops.aten._thnn_fused_gru_cell_backward(on[3], workspace, False)
+    leaves = [t.clone().requires_grad_() for t in (gates_i, gates_h, hx)]
+    r_i, z_i, n_i = leaves[0].chunk(3, 1)
+    r_h, z_h, n_h = leaves[1].chunk(3, 1)
+    r, z = torch.sigmoid(r_i + r_h), torch.sigmoid(z_i + z_h)
+    n = torch.tanh(n_i + r * n_h)
+    reference = (1 - z) * n + z * leaves[2]
+    torch.testing.assert_close(hy.cpu(), reference.detach(), rtol=1e-5, atol=1e-6)
+    expected = torch.autograd.grad(reference, leaves, grad)
+    for got, want in zip(grads[:3], expected):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)
+
+    cx = torch.randn(3, 3)
+    lstm_i, lstm_h = torch.randn(3, 12), torch.randn(3, 12)
+    hy, cy, workspace = torch.ops.aten._thnn_fused_lstm_cell(lstm_i.to("neuron"), lstm_h.to("neuron"),
+                                                    cx.to("neuron"))
+    grad_gates, grad_cx, _ = torch.ops.aten._thnn_fused_lstm_cell_backward_impl(
+        torch.ones(3, 3, device="neuron"), None, cx.to("neuron"), cy, workspace, False)
+    leaves = [t.clone().requires_grad_() for t in (lstm_i, cx)]
+    i, f, g, o = (leaves[0] + lstm_h).chunk(4, 1)
+    c = torch.sigmoid(f) * leaves[1] + torch.sigmoid(i) * torch.tanh(g)
+    h = torch.sigmoid(o) * torch.tanh(c)
+    torch.testing.assert_close(hy.cpu(), h.detach(), rtol=1e-5, atol=1e-6)
+    want_gates, want_cx = torch.autograd.grad(h.sum(), leaves)
+    torch.testing.assert_close(grad_gates.cpu(), want_gates, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(grad_cx.cpu(), want_cx, rtol=1e-5, atol=1e-6)
+
+
 def test_a_small_cnn_trains_as_on_the_cpu():
     def net():
         return nn.Sequential(

@@ -51,17 +51,37 @@ c10::List<std::optional<at::Tensor>> MasksToIndices(
   return expanded;
 }
 
-bool HasMask(const c10::List<std::optional<at::Tensor>>& indices) {
+// Index and mask tensors on the CPU index a neuron tensor, as they index a
+// CUDA one: they are copied to its device first. Indices on another
+// accelerator are left for the launch to refuse.
+c10::List<std::optional<at::Tensor>> OnDeviceOf(
+    const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  c10::List<std::optional<at::Tensor>> moved;
+  moved.reserve(indices.size());
   for (const std::optional<at::Tensor>& index : indices) {
-    if (index.has_value() && IsMask(*index)) return true;
+    if (index.has_value() && index->defined() && index->device().is_cpu()) {
+      moved.push_back(index->to(self.device()));
+    } else {
+      moved.push_back(index);
+    }
   }
-  return false;
+  return moved;
+}
+
+// The indices a launch takes: on self's device, masks as long indices.
+c10::List<std::optional<at::Tensor>> LaunchIndices(
+    const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  c10::List<std::optional<at::Tensor>> moved = OnDeviceOf(self, indices);
+  for (const std::optional<at::Tensor>& index : moved) {
+    if (index.has_value() && IsMask(*index)) return MasksToIndices(moved);
+  }
+  return moved;
 }
 
 at::Tensor Index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
   static const c10::OperatorHandle index =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::index", "Tensor");
-  torch::jit::Stack stack{self, HasMask(indices) ? MasksToIndices(indices) : indices};
+  torch::jit::Stack stack{self, LaunchIndices(self, indices)};
   LaunchOnDevice(index, &stack);
   return stack[0].toTensor();
 }
@@ -70,8 +90,7 @@ at::Tensor& IndexPut(at::Tensor& self, const c10::List<std::optional<at::Tensor>
                      const at::Tensor& values, bool accumulate, bool unsafe) {
   static const c10::OperatorHandle index_put =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::_index_put_impl_", "");
-  torch::jit::Stack stack{self, HasMask(indices) ? MasksToIndices(indices) : indices, values,
-                          accumulate, unsafe};
+  torch::jit::Stack stack{self, LaunchIndices(self, indices), values, accumulate, unsafe};
   LaunchOnDevice(index_put, &stack);
   return self;
 }
