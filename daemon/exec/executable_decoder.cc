@@ -14,7 +14,8 @@ namespace {
 namespace v1 = neuron::rtd::v1;
 
 // Bounds on what one executable may describe.
-constexpr int kMaxDims = 16;
+// 64: the most any PyTorch operator takes (dimension bitsets are 64 wide).
+constexpr int kMaxDims = 64;
 constexpr int64_t kMaxSize = int64_t{1} << 40;
 constexpr uint64_t kMaxExtentBytes = uint64_t{1} << 48;
 constexpr int kMaxArguments = 64;

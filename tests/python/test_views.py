@@ -77,3 +77,15 @@ def test_resize_and_set():
     assert x.cpu()[0, :2].tolist() == [7.0, 8.0]
     y = torch.empty(0, device="neuron").set_(x.untyped_storage(), 0, (4,), (1,))
     assert y.cpu().tolist()[:2] == [7.0, 8.0]
+
+
+def test_tensors_of_more_than_sixteen_dimensions():
+    # PyTorch allows up to 64 dimensions; the daemon once refused past 16.
+    shape = (1,) * 16 + (2, 3, 1, 2)
+    x = torch.arange(12.0).reshape(shape)
+    d = x.to("neuron")
+    assert d.dim() == 20
+    torch.testing.assert_close((d * 2 + 1).cpu(), x * 2 + 1)
+    torch.testing.assert_close(d.sum(dim=17).cpu(), x.sum(dim=17))
+    order = tuple(reversed(range(20)))
+    torch.testing.assert_close(d.permute(order).contiguous().cpu(), x.permute(order).contiguous())

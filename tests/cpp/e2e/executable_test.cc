@@ -550,6 +550,13 @@ TEST_F(ExecutableTest, MalformedBodiesAreRefusedAtLoad) {
   *bad_rank.add_arguments()->mutable_tensor() = Spec({4, 4}, {1}, 0);
   EXPECT_THAT(session_->LoadExecutable(Body(bad_rank)).status().message(),
               HasSubstr("2 sizes and 1 strides"));
+  // PyTorch's operators take up to 64 dimensions; more is refused.
+  v1::EagerOp deep;
+  deep.set_name("aten::neg");
+  *deep.add_arguments()->mutable_tensor() =
+      Spec(std::vector<int64_t>(65, 1), std::vector<int64_t>(65, 1), 0);
+  EXPECT_THAT(session_->LoadExecutable(Body(deep)).status().message(),
+              HasSubstr("65 sizes and 65 strides (at most 64 dimensions)"));
   v1::EagerOp huge;
   huge.set_name("aten::neg");
   *huge.add_arguments()->mutable_tensor() = Spec({1 << 30, 1 << 30}, {1 << 30, 1}, 0);
