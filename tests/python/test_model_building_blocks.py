@@ -153,6 +153,18 @@ def test_cpu_index_and_mask_tensors_index_a_neuron_tensor_as_on_cuda():
     torch.testing.assert_close(actual.cpu(), expected)
 
 
+def test_nonzero_into_an_out_tensor_and_as_a_tuple():
+    x = torch.tensor([[0, 1, 0], [2, 0, 3]])
+    d = x.to("neuron")
+    out = torch.empty(0, dtype=torch.long, device="neuron")
+    assert torch.nonzero(d, out=out) is out
+    assert torch.equal(out.cpu(), torch.nonzero(x))
+    assert all(torch.equal(a.cpu(), b) for a, b in zip(torch.nonzero(d.t(), as_tuple=True),
+                                                        torch.nonzero(x.t(), as_tuple=True)))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have scalar type Long"):
+        torch.nonzero(d, out=torch.empty(0, dtype=torch.int32, device="neuron"))
+
+
 @pytest.mark.parametrize("cls", [nn.GRU, nn.LSTM])
 def test_recurrent_layers_train_and_infer_as_on_the_cpu(cls):
     # nn.GRU and nn.LSTM take ATen's fused cells on every accelerator.

@@ -2,6 +2,7 @@
 // back first (a synchronization, as on CUDA), then the operator runs in the
 // daemon with outputs of the right size.
 #include <ATen/ExpandUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
@@ -27,6 +28,20 @@ at::Tensor Nonzero(const at::Tensor& self) {
   at::Tensor out = at::empty({count, self.dim()}, self.options().dtype(at::kLong));
   torch::jit::Stack stack{self, out};
   LaunchOnDeviceWithoutMeta(nonzero_out, &stack);
+  return out;
+}
+
+at::Tensor& NonzeroOut(const at::Tensor& self, at::Tensor& out) {
+  // The CPU's messages.
+  TORCH_CHECK(out.scalar_type() == at::kLong,
+              "nonzero: Expected out tensor to have scalar type Long but got scalar type",
+              out.scalar_type());
+  TORCH_CHECK(out.device() == self.device(),
+              "nonzero: Expected out tensor to be on the same device as self: ", self.device(),
+              ", got ", out.device());
+  const at::Tensor result = Nonzero(self);
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
   return out;
 }
 
@@ -281,6 +296,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_unique2", Unique);
   m.impl("_unique", UniqueWithoutCounts);
   m.impl("nonzero", Nonzero);
+  m.impl("nonzero.out", NonzeroOut);
   m.impl("index.Tensor", Index);
   m.impl("_index_put_impl_", IndexPut);
   m.impl("masked_select", MaskedSelect);
