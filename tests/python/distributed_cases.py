@@ -411,6 +411,627 @@ def case_pipeline(rank, world):
             expect_equal(parameter.grad, expected.grad, f"pipeline grad of stage {rank} {name}")
 
 
+# DTensor's API and FSDP2 with frozen parameters, on ranks that each use a
+# device of their own (test_dtensor_and_frozen_fsdp.py runs these).
+
+def rank_device(rank):
+    """Binds the rank to a device of its own, as torchrun's LOCAL_RANK does:
+    rank r uses device r % device count."""
+    torch.neuron.set_device(rank % torch.neuron.device_count())
+    return torch.device("neuron", torch.neuron.current_device())
+
+
+def seeded(seed, *shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def case_dtensor_api(rank, world):
+    """DTensor's API on a neuron mesh: the mesh itself, the constructor,
+    from_local and to_local (autograd through both, uneven shards), the spec
+    and properties, and torch.save / torch.load."""
+    import ast
+    import io
+    import tempfile
+    import warnings
+
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+    from torch.distributed.tensor._dtensor_spec import DTensorSpec, TensorMeta
+    from torch.testing import assert_close
+
+    device = rank_device(rank)
+    assert device.index == rank % torch.neuron.device_count(), device
+
+    # The mesh: every rank, on neuron; its group reduces on the devices; the
+    # constructor and init_device_mesh describe the same mesh.
+    mesh = init_device_mesh("neuron", (world,))
+    assert mesh.device_type == "neuron", mesh.device_type
+    assert mesh.mesh.tolist() == list(range(world)) and mesh.size() == world
+    assert mesh.get_local_rank() == rank and mesh.get_rank() == rank
+    assert DeviceMesh("neuron", list(range(world))) == mesh
+    total = torch.full((2,), float(rank + 1), device=device)
+    dist.all_reduce(total, group=mesh.get_group())
+    assert_close(total.cpu(), torch.full((2,), float(sum(range(1, world + 1)))))
+
+    mine = seeded(10 + rank, 3, 3)
+    everyone = [seeded(10 + r, 3, 3) for r in range(world)]
+
+    # The constructor, from a spec: the global shape is the spec's, the
+    # local tensor is the one given, and the shards assemble to the whole.
+    local = mine.to(device).requires_grad_()
+    spec = DTensorSpec(mesh, (Shard(0),), tensor_meta=TensorMeta(
+        torch.Size([3 * world, 3]), local.stride(), local.dtype))
+    built = DTensor(local, spec, requires_grad=True)
+    assert built.shape == (3 * world, 3) and built.placements == (Shard(0),)
+    assert built.is_leaf and built.requires_grad
+    assert_close(built.to_local().detach().cpu(), mine)
+    assert_close(built.full_tensor().detach().cpu(), torch.cat(everyone))
+    # A local tensor that requires grad under requires_grad=False warns
+    # (the public constructors are meant instead).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DTensor(local, spec, requires_grad=False)
+    assert any("To construct" in str(w.message) for w in caught), [str(w.message) for w in caught]
+
+    # Gradients reach the DTensor through to_local: a leaf DTensor's grad is
+    # a DTensor of its placements holding this rank's gradient.
+    weight = seeded(20 + rank, 3, 3).to(device)
+    other = torch.zeros(3, 3, device=device, requires_grad=True)
+    ((built * 3).to_local() + other).mul(weight).sum().backward()
+    assert isinstance(built.grad, DTensor) and built.grad.placements == (Shard(0),)
+    assert_close(built.grad.to_local().cpu(), 3 * weight.cpu())
+    assert_close(other.grad.cpu(), weight.cpu())
+    # Without autograd, to_local is the local tensor itself.
+    with torch.no_grad():
+        assert built.to_local() is built._local_tensor
+
+    # from_local: a CPU tensor lands on the rank's device; the global shape
+    # follows the placement; full_tensor gathers (Shard), keeps (Replicate)
+    # or sums (Partial) the ranks' tensors.
+    sharded = DTensor.from_local(mine, mesh, [Shard(0)])
+    assert sharded.device.type == "neuron" and sharded.to_local().device == device
+    assert sharded.shape == (3 * world, 3) and sharded.stride() == (3, 1)
+    assert_close(sharded.to_local().cpu(), mine)
+    assert_close(sharded.full_tensor().cpu(), torch.cat(everyone))
+    replicated = DTensor.from_local(everyone[0], mesh, [Replicate()])
+    assert replicated.shape == (3, 3)
+    assert_close(replicated.full_tensor().cpu(), everyone[0])
+    partial = DTensor.from_local(mine, mesh, [Partial()])
+    assert partial.shape == (3, 3)
+    assert_close(partial.full_tensor().cpu(), sum(everyone))
+    negative = DTensor.from_local(mine, mesh, [Shard(-1)])
+    assert negative.placements[0].dim == 1 and negative.shape == (3, 3 * world)
+    assert_close(negative.full_tensor().cpu(), torch.cat(everyone, dim=1))
+    # Strides are the global tensor's, also for a permuted local tensor.
+    columns = DTensor.from_local(seeded(30 + rank, 8, 4), mesh, [Shard(1)])
+    assert columns.stride() == (4 * world, 1), columns.stride()
+    permuted = seeded(40 + rank, 8, 4, 8).permute(1, 2, 0)
+    assert permuted.stride() == (8, 1, 32)
+    permuted_dt = DTensor.from_local(permuted, mesh, [Shard(1)])
+    assert permuted_dt.stride() == (8 * world, 1, 32 * world), permuted_dt.stride()
+    assert_close(permuted_dt.full_tensor().cpu(),
+                 torch.cat([seeded(40 + r, 8, 4, 8).permute(1, 2, 0) for r in range(world)], 1))
+
+    # Autograd through from_local and back out through to_local: the
+    # gradient of a non-leaf local tensor is the CPU's.
+    source = mine.to(device).requires_grad_()
+    from_non_leaf = DTensor.from_local(source * 3, mesh, [Shard(0)])
+    assert not from_non_leaf.is_leaf
+    out = (from_non_leaf * 2) * from_non_leaf
+    assert isinstance(out, DTensor)
+    grad_out = seeded(50 + rank, 3, 3)
+    out.backward(DTensor.from_local(grad_out, mesh, [Shard(0)]))
+    twin = mine.clone().requires_grad_()
+    ((twin * 3 * 2) * (twin * 3)).backward(grad_out)
+    assert_close(source.grad.cpu(), twin.grad)
+    source.grad = None
+    extra = torch.zeros(3, 3, device=device, requires_grad=True)
+    (DTensor.from_local(source + 8, mesh, [Shard(0)]) * 6).to_local().add(extra).mul(
+        grad_out.to(device)).sum().backward()
+    assert_close(source.grad.cpu(), 6 * grad_out)
+
+    # Uneven shards: with shape and stride given, the DTensor is the global
+    # tensor and gathers to it; either alone is refused.
+    whole = seeded(60, world + 1, 2)
+    piece = whole.chunk(world)[rank]
+    uneven = DTensor.from_local(piece, mesh, [Shard(0)], shape=whole.shape, stride=whole.stride())
+    assert uneven.shape == whole.shape and uneven.stride() == whole.stride()
+    assert_close(uneven.full_tensor().cpu(), whole)
+    for only in ({"shape": whole.shape}, {"stride": whole.stride()}):
+        try:
+            DTensor.from_local(piece, mesh, [Shard(0)], **only)
+        except RuntimeError as error:
+            assert "Please pass both shape and stride" in str(error), error
+        else:
+            raise AssertionError(f"from_local with only {list(only)} was not refused")
+
+    # The spec: placements are the DTensor's own (changing the list passed
+    # in does not change them); the spec's hash follows mesh, placements and
+    # metadata, not the data.
+    placements = [Shard(0)]
+    first = DTensor.from_local(mine, mesh, placements)
+    placements[0] = Replicate()
+    assert first.placements == (Shard(0),) and first.placements is not placements
+    second = DTensor.from_local(mine * 2, mesh, [Shard(0)])
+    assert hash(first._spec) == hash(second._spec) and first._spec == second._spec
+    other_placement = DTensor.from_local(mine, mesh, [Replicate()], run_check=False)
+    assert hash(first._spec) != hash(other_placement._spec)
+
+    # Properties.
+    assert first.device.type == "neuron" and first.dtype == torch.float32
+    assert first.ndim == 2 and first.size(0) == 3 * world and not first.requires_grad
+    assert first.device_mesh is mesh
+
+    # Within a mesh's context, from_local and distribute_tensor take it.
+    with mesh:
+        implicit = DTensor.from_local(mine, placements=[Shard(0)])
+        assert implicit.device_mesh == mesh
+        assert_close(implicit.redistribute(placements=[Replicate()]).to_local().cpu(),
+                     torch.cat(everyone))
+
+    # torch.save / torch.load, with and without weights_only: the same
+    # placements, shape and local values, on the rank's device.
+    buffer = io.BytesIO()
+    torch.save(first, buffer)
+    for weights_only in (False, True):
+        buffer.seek(0)
+        loaded = torch.load(buffer, weights_only=weights_only)
+        assert isinstance(loaded, DTensor), type(loaded)
+        assert loaded.placements == first.placements and loaded.shape == first.shape
+        assert loaded.to_local().device == device, loaded.to_local().device
+        assert_close(loaded.to_local().cpu(), mine)
+        assert_close(loaded.full_tensor().cpu(), torch.cat(everyone))
+    # weights_only loading in a fresh interpreter needs torch.distributed.tensor
+    # imported, and says so.
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "dtensor.pt")
+        torch.save(first, path)
+        for imports, expected in (("", "must be imported to load DTensors"),
+                                  ("import torch.distributed.tensor;", None)):
+            script = (f"import torch;{imports}"
+                      f"t = torch.load({path!r}, weights_only=True);"
+                      f"print(type(t).__name__, t.placements, t.to_local().cpu().tolist())")
+            result = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                    text=True, timeout=300, check=False)
+            if expected is None:
+                assert result.returncode == 0, result.stderr
+                assert result.stdout.startswith("DTensor (Shard(dim=0),)"), result.stdout
+                assert_close(torch.tensor(ast.literal_eval(result.stdout.split(",)", 1)[1].strip())), mine)
+            else:
+                assert result.returncode != 0 and expected in result.stderr, result.stderr
+
+
+def case_dtensor_sharding(rank, world):
+    """distribute_tensor and local sharding, full_tensor, redistribute
+    between Shard, Replicate and Partial (values against the CPU, and the
+    collective each transition uses), gradient placement hints, async
+    redistribution, meta DTensors and a meta-initialized tensor-parallel
+    module."""
+    from torch.distributed._functional_collectives import AsyncCollectiveTensor
+    from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor._api import _shard_tensor
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                   parallelize_module)
+    from torch.testing import assert_close
+
+    functional = torch.ops.c10d_functional
+    device = rank_device(rank)
+    mesh = init_device_mesh("neuron", (world,))
+    full = seeded(0, 6, 5)  # the same on every rank; 5 columns shard unevenly
+
+    # distribute_tensor: each rank holds its chunk, on its device; the
+    # whole gathers back; full_tensor waits for its collective.
+    for placement, expected in ((Shard(0), full.chunk(world, 0)[rank]),
+                                (Shard(1), full.chunk(world, 1)[rank]),
+                                (Replicate(), full)):
+        dt = distribute_tensor(full, mesh, [placement])
+        assert dt.shape == full.shape and dt.placements == (placement,)
+        assert dt.to_local().device == device, dt.to_local().device
+        assert_close(dt.to_local().cpu(), expected)
+        gathered = dt.full_tensor()
+        assert not isinstance(gathered, AsyncCollectiveTensor)
+        assert_close(gathered.cpu(), full)
+    # The data is rank 0's (it is scattered from there), whatever the others hold.
+    dt = distribute_tensor((full + rank).to(device), mesh, [Shard(0)])
+    assert_close(dt.to_local().cpu(), full.chunk(world, 0)[rank])
+    dt = distribute_tensor((full + rank).to(device), mesh, [Replicate()])
+    assert_close(dt.to_local().cpu(), full)
+
+    # Local sharding (no communication): the rank's rows or columns; the
+    # tensor sharded is left as it was.
+    square = torch.arange(world * world).reshape(world, world)
+    with CommDebugMode() as comms:
+        rows = _shard_tensor(square, [Shard(0)], mesh)
+        columns = _shard_tensor(square, [Shard(1)], mesh)
+    assert comms.get_total_counts() == 0, comms.get_comm_counts()
+    assert rows.shape == (world, world) and rows.placements == (Shard(0),)
+    assert torch.equal(rows.to_local().cpu(), square[rank:rank + 1])
+    assert torch.equal(columns.to_local().cpu(), square[:, rank:rank + 1])
+    assert torch.equal(square, torch.arange(world * world).reshape(world, world))
+    # On a 2-D mesh (world x 1), one element per rank.
+    mesh_2d = DeviceMesh("neuron", torch.arange(world).reshape(world, 1))
+    both = _shard_tensor(torch.arange(world).reshape(world, 1), [Shard(0), Shard(1)], mesh_2d)
+    assert both.placements == (Shard(0), Shard(1)) and both.to_local().item() == rank
+
+    # redistribute, each transition against the CPU and the collective it uses.
+    rank_data = [seeded(70 + r, 6, 5) for r in range(world)]
+    transitions = [
+        ([Shard(0)], [Replicate()], full, full, functional.all_gather_into_tensor),
+        ([Shard(1)], [Replicate()], full, full, functional.all_gather_into_tensor),
+        ([Replicate()], [Shard(1)], full, full.chunk(world, 1)[rank], None),
+        # Between shard dimensions: whichever collective (5 columns split unevenly).
+        ([Shard(0)], [Shard(1)], full, full.chunk(world, 1)[rank], "any"),
+        ([Partial()], [Replicate()], None, sum(rank_data), functional.all_reduce),
+        ([Partial()], [Shard(0)], None, sum(rank_data).chunk(world, 0)[rank],
+         functional.reduce_scatter_tensor),
+    ]
+    for source, target, whole, expected, collective in transitions:
+        if whole is None:
+            dt = DTensor.from_local(rank_data[rank], mesh, source)
+        else:
+            dt = distribute_tensor(whole, mesh, source)
+        with CommDebugMode() as comms:
+            moved = dt.redistribute(mesh, target)
+            local = moved.to_local().cpu()
+        what = f"{source} -> {target}"
+        assert moved.placements == tuple(target), what
+        assert_close(local, expected, msg=what)
+        counts = comms.get_comm_counts()
+        if collective is None:
+            assert comms.get_total_counts() == 0, (what, counts)
+        elif collective == "any":
+            assert comms.get_total_counts() >= 1, (what, counts)
+        else:
+            assert counts.get(collective, 0) >= 1, (what, counts)
+
+    # Async redistribution: the local tensor is an AsyncCollectiveTensor not
+    # yet waited for (views of it too); using it waits and gives the data.
+    dt = distribute_tensor(full, mesh, [Shard(0)])
+    pending = dt.redistribute(mesh, [Replicate()], async_op=True)
+    pending = pending.view(pending.shape).to_local()
+    assert type(pending) is AsyncCollectiveTensor and not pending.completed
+    flat = pending.view(-1)
+    assert type(flat) is AsyncCollectiveTensor and not pending.completed
+    used = flat + 1
+    assert type(used) is torch.Tensor
+    assert_close(used.cpu(), full.reshape(-1) + 1)
+    waited = dt.redistribute(mesh, [Replicate()])
+    assert not isinstance(waited.to_local(), AsyncCollectiveTensor)
+    assert_close(waited.to_local().cpu(), full)
+
+    # Gradient placement hints. Replicated then made local, the gradient is
+    # taken as that placement unless told otherwise: each rank keeps its own
+    # gradient's rows and nothing is reduced.
+    grads = [seeded(80 + r, 6, 5) for r in range(world)]
+    sharded = distribute_tensor(full, mesh, [Shard(0)]).requires_grad_()
+    sharded.redistribute(mesh, [Replicate()]).to_local().backward(grads[rank].to(device))
+    assert_close(sharded.grad.to_local().cpu(), grads[rank].chunk(world)[rank])
+    # Told the gradient is Partial, backward reduce-scatters: the sharded
+    # tensor's gradient is the sum of the ranks' gradients.
+    sharded.grad = None
+    with CommDebugMode() as comms:
+        local = sharded.redistribute(mesh, [Replicate()]).to_local(grad_placements=[Partial()])
+        local.backward(grads[rank].to(device))
+    counts = comms.get_comm_counts()
+    assert counts.get(functional.all_gather_into_tensor) == 1, counts
+    assert counts.get(functional.reduce_scatter_tensor) == 1, counts
+    assert_close(sharded.grad.full_tensor().cpu(), sum(grads))
+    # The same through full_tensor's hint.
+    sharded.grad = None
+    whole = sharded.full_tensor(grad_placements=[Partial()])
+    (whole * grads[rank].to(device)).sum().backward()
+    assert_close(sharded.grad.full_tensor().cpu(), sum(grads))
+
+    # new_empty_strided on a DTensor: a DTensor of the global shape through
+    # which autograd runs.
+    fresh = dt.new_empty_strided((6, 5), (5, 1), requires_grad=True)
+    assert isinstance(fresh, DTensor) and fresh.shape == (6, 5)
+    fresh.sum().backward()
+    assert isinstance(fresh.grad, DTensor)
+    assert_close(fresh.grad.full_tensor().cpu(), torch.ones(6, 5))
+
+    # Meta DTensors stay meta until materialized on the device.
+    on_meta = torch.empty(8, 6, device="meta")
+    for placements in ([Shard(0)], [Replicate()]):
+        for meta_dt in (distribute_tensor(on_meta, mesh, placements),
+                        DTensor.from_local(on_meta, mesh, placements)):
+            assert meta_dt.is_meta and meta_dt.placements == tuple(placements)
+            real = torch.empty_like(meta_dt, device="neuron")
+            assert not real.is_meta and real.to_local().device == device
+            torch.nn.init.constant_(real, 1.25)
+            assert_close(real.to_local().cpu(), torch.full(real.to_local().shape, 1.25))
+            assert_close(real.full_tensor().cpu(), torch.full(real.shape, 1.25))
+
+    # A module built on meta, parallelized (columns then rows), materialized
+    # on the devices and given the CPU module's values trains as it does.
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(5, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(5, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    parallelize_module(model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    assert all(p.is_meta for p in model.parameters())
+    model.to_empty(device="neuron")
+    with torch.no_grad():
+        for parameter, twin in zip(model.parameters(), reference.parameters()):
+            parameter.copy_(distribute_tensor(twin.detach(), mesh, parameter.placements))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(2):
+        x = seeded(90 + step, 20, 5)
+        out = model(x.to(device))
+        expected = reference(x)
+        assert_close(out.cpu(), expected, atol=1e-5, rtol=1e-5)
+        out.sum().backward()
+        expected.sum().backward()
+        optimizer.step()
+        reference_optimizer.step()
+        optimizer.zero_grad()
+        reference_optimizer.zero_grad()
+    for (name, parameter), twin in zip(model.named_parameters(), reference.parameters()):
+        assert_close(parameter.full_tensor().cpu(), twin.detach(), atol=1e-5, rtol=1e-5,
+                     msg=name)
+
+
+# Large enough that every trained parameter moves well beyond the tolerance
+# of the comparison with the reference (check_fsdp_against_reference).
+FSDP_LR = 0.5
+
+
+def rank_batches(step, world, rows, columns):
+    return [seeded(1000 * step + r, rows, columns) for r in range(world)]
+
+
+class ReduceScatterLog:
+    """Records FSDP2's gradient reduce-scatters (their per-rank output
+    numel) and whether each ran inside the autograd backward (as a group's
+    gradients became ready) or after it."""
+
+    def __init__(self):
+        self.calls = []
+        self.original = dist.reduce_scatter_single
+
+    def __enter__(self):
+        def logged(output, input, *args, **kwargs):
+            self.calls.append((output.numel(), torch._C._current_autograd_node() is not None))
+            return self.original(output, input, *args, **kwargs)
+
+        dist.reduce_scatter_single = logged
+        return self
+
+    def __exit__(self, *exc):
+        dist.reduce_scatter_single = self.original
+
+    def take(self):
+        calls, self.calls = self.calls, []
+        return calls
+
+
+def check_fsdp_against_reference(model, reference, frozen_at_start, what, trained):
+    """Every parameter equals the CPU reference's; those never trained are
+    bit for bit what they were at the start, the others have moved."""
+    from torch.testing import assert_close
+
+    for (name, parameter), (_, twin) in zip(model.named_parameters(),
+                                            reference.named_parameters()):
+        full = parameter.full_tensor().detach().cpu()
+        if name not in trained:
+            assert torch.equal(full, frozen_at_start[name]), f"{what}: frozen {name} changed"
+        else:
+            assert (full - frozen_at_start[name]).abs().max() > 5e-4, f"{what}: {name} not trained"
+        assert_close(full, twin.detach(), atol=1e-5, rtol=1e-5, msg=f"{what}: {name}")
+
+
+def fsdp_step(model, reference, optimizer, reference_optimizer, x, target, rank, world, what,
+              set_to_none):
+    """One training step of the FSDP2 model on this rank's batch and of the
+    CPU reference on every rank's batch together; checks the loss and that
+    gradients exist for exactly the parameters that require grad, equal to
+    the reference's."""
+    from torch.distributed.tensor import DTensor, Shard
+    from torch.testing import assert_close
+
+    optimizer.zero_grad(set_to_none=set_to_none)
+    reference_optimizer.zero_grad(set_to_none=set_to_none)
+    loss = torch.nn.functional.mse_loss(model(x[rank].to("neuron")), target[rank].to("neuron"))
+    loss.backward()
+    expected = torch.nn.functional.mse_loss(reference(torch.cat(x)), torch.cat(target))
+    expected.backward()
+    mean = loss.detach().clone()
+    dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+    assert_close(mean.cpu(), expected.detach(), atol=1e-6, rtol=1e-5, msg=f"{what}: loss")
+    for (name, parameter), (_, twin) in zip(model.named_parameters(),
+                                            reference.named_parameters()):
+        if not parameter.requires_grad:
+            assert parameter.grad is None or not parameter.grad.to_local().any(), \
+                f"{what}: frozen {name} has a gradient"
+            continue
+        assert isinstance(parameter.grad, DTensor), f"{what}: {name} has no gradient"
+        assert parameter.grad.placements == (Shard(0),), parameter.grad.placements
+        assert_close(parameter.grad.full_tensor().cpu(), twin.grad, atol=1e-6, rtol=1e-4,
+                     msg=f"{what}: gradient of {name}")
+    optimizer.step()
+    reference_optimizer.step()
+
+
+def case_fsdp2_frozen_within_groups(rank, world):
+    """FSDP2 with frozen and trainable parameters in the same communication
+    group (train the biases only, as BitFit does), each block its own
+    group: training matches the CPU reference, frozen parameters stay as
+    they were and get no gradient, each reduce-scatter carries the
+    trainable parameters alone and runs during the backward. With and
+    without resharding after forward and activation checkpointing, frozen
+    before or after fully_shard."""
+    import copy
+    import itertools
+
+    from torch.distributed._composable import checkpoint
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    rank_device(rank)
+    mesh = init_device_mesh("neuron", (world,))
+    blocks, dim = 3, 16
+    for reshard, checkpointed, freeze_late in itertools.product((True, False), (False, True),
+                                                                (False, True)):
+        what = f"reshard_after_forward={reshard} checkpoint={checkpointed} " \
+               f"frozen {'after' if freeze_late else 'before'} fully_shard"
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(*[
+            torch.nn.Sequential(torch.nn.Linear(dim, 2 * dim), torch.nn.ReLU(),
+                                torch.nn.Linear(2 * dim, dim), torch.nn.ReLU())
+            for _ in range(blocks)])
+        reference = copy.deepcopy(model)
+        at_start = {name: p.detach().clone() for name, p in model.named_parameters()}
+
+        def freeze(module):
+            for name, parameter in module.named_parameters():
+                if "bias" not in name:
+                    parameter.requires_grad_(False)
+
+        freeze(reference)
+        if not freeze_late:
+            freeze(model)
+        for block in model:
+            if checkpointed:
+                checkpoint(block)
+            fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
+        optimizer = torch.optim.SGD(model.parameters(), lr=FSDP_LR, momentum=0.9)
+        if freeze_late:
+            freeze(model)
+        reference_optimizer = torch.optim.SGD(reference.parameters(), lr=FSDP_LR, momentum=0.9)
+        trained = {name for name, p in model.named_parameters() if p.requires_grad}
+        assert trained and len(trained) < len(at_start), trained
+        per_block = sum(p.to_local().numel() for p in model[0].parameters() if p.requires_grad)
+        with ReduceScatterLog() as log:
+            for step in range(4):
+                x = rank_batches(step, world, 4, dim)
+                target = rank_batches(step + 500, world, 4, dim)
+                fsdp_step(model, reference, optimizer, reference_optimizer, x, target, rank,
+                          world, f"{what} step {step}", set_to_none=step % 2 == 0)
+                calls = log.take()
+                # One reduce-scatter per block, of its trainable parameters;
+                # all but perhaps the first block's (its input does not
+                # require grad) inside the backward.
+                assert [numel for numel, _ in calls] == [per_block] * blocks, (what, calls)
+                assert sum(inside for _, inside in calls) >= blocks - 1, (what, calls)
+        check_fsdp_against_reference(model, reference, at_start, what, trained)
+
+
+def case_fsdp2_frozen_across_groups(rank, world):
+    """FSDP2 with whole groups frozen: six linear layers, each its own
+    group, every other one frozen. Training matches the CPU reference; a
+    step under no_grad changes nothing; frozen groups reduce nothing and
+    stay as they were; unfreezing them on the last step trains them too.
+    Then a module that runs a trainable and a frozen layer several times
+    in one forward, some of the calls under no_grad."""
+    import copy
+
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import FSDPModule, fully_shard
+    from torch.distributed.tensor import DTensor
+    from torch.testing import assert_close
+
+    rank_device(rank)
+    mesh = init_device_mesh("neuron", (world,))
+    dim, layers = 16, 6
+    for reshard in (True, False):
+        what = f"across groups, reshard_after_forward={reshard}"
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(*[module for _ in range(layers)
+                                      for module in (torch.nn.Linear(dim, dim), torch.nn.ReLU())])
+        reference = copy.deepcopy(model)
+        at_start = {name: p.detach().clone() for name, p in model.named_parameters()}
+        frozen_layers = [model[2 * i] for i in range(0, layers, 2)]
+        reference_frozen = [reference[2 * i] for i in range(0, layers, 2)]
+        for layer in model:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer, mesh=mesh, reshard_after_forward=reshard)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
+        for layer in frozen_layers + reference_frozen:
+            layer.requires_grad_(False)
+        optimizer = torch.optim.SGD(model.parameters(), lr=FSDP_LR, momentum=0.9)
+        reference_optimizer = torch.optim.SGD(reference.parameters(), lr=FSDP_LR, momentum=0.9)
+        per_layer = sum(p.to_local().numel() for p in model[0].parameters())
+        with ReduceScatterLog() as log:
+            for step in range(4):
+                x = rank_batches(step, world, 4, dim)
+                target = rank_batches(step + 500, world, 4, dim)
+                if step == 1:
+                    before = {n: p.full_tensor().cpu() for n, p in model.named_parameters()}
+                    with torch.no_grad():
+                        out = model(x[rank].to("neuron"))
+                    assert_close(out.cpu(), reference(x[rank]).detach(), atol=1e-5, rtol=1e-5,
+                                 msg=f"{what}: no_grad forward")
+                    # Resharded after forward, or (reshard_after_forward=False)
+                    # left unsharded until reshard(): the same values either way.
+                    for name, parameter in model.named_parameters():
+                        assert isinstance(parameter, DTensor) == reshard, (what, name)
+                        unsharded = parameter.full_tensor() if reshard else parameter
+                        assert torch.equal(unsharded.detach().cpu(), before[name]), (what, name)
+                    for module in model.modules():
+                        if isinstance(module, FSDPModule):
+                            module.reshard()
+                    for name, parameter in model.named_parameters():
+                        assert isinstance(parameter, DTensor), (what, name)
+                        assert torch.equal(parameter.full_tensor().cpu(), before[name]), name
+                    assert log.take() == [], what
+                    continue
+                if step == 3:
+                    for layer in frozen_layers + reference_frozen:
+                        layer.requires_grad_(True)
+                fsdp_step(model, reference, optimizer, reference_optimizer, x, target, rank,
+                          world, f"{what} step {step}", set_to_none=step % 2 == 0)
+                calls = log.take()
+                trainable = layers if step == 3 else layers // 2
+                assert [numel for numel, _ in calls] == [per_layer] * trainable, (what, calls)
+                assert sum(inside for _, inside in calls) >= trainable - 1, (what, calls)
+                if step == 2:
+                    trainable_so_far = {n for n, p in model.named_parameters()
+                                        if p.requires_grad}
+                    check_fsdp_against_reference(model, reference, at_start, what,
+                                                 trained=trainable_so_far)
+        check_fsdp_against_reference(model, reference, at_start, what,
+                                     trained={n for n, _ in model.named_parameters()})
+
+    class Repeated(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = torch.nn.Linear(5, 5)
+            self.frozen = torch.nn.Linear(5, 5)
+            self.trained = torch.nn.Linear(5, 5)
+            self.frozen.requires_grad_(False)
+
+        def forward(self, x):
+            x = self.first(x)
+            for _ in range(3):
+                x = self.frozen(torch.relu(self.trained(x)))
+                with torch.no_grad():
+                    x += torch.relu(self.trained(x))
+            return x
+
+    for reshard in (True, False):
+        what = f"repeated layers, reshard_after_forward={reshard}"
+        torch.manual_seed(0)
+        model = Repeated()
+        reference = copy.deepcopy(model)
+        at_start = {name: p.detach().clone() for name, p in model.named_parameters()}
+        for layer in (model.first, model.frozen, model.trained):
+            fully_shard(layer, mesh=mesh, reshard_after_forward=reshard)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
+        optimizer = torch.optim.SGD(model.parameters(), lr=FSDP_LR, momentum=0.9)
+        reference_optimizer = torch.optim.SGD(reference.parameters(), lr=FSDP_LR, momentum=0.9)
+        for step in range(4):
+            fsdp_step(model, reference, optimizer, reference_optimizer,
+                      rank_batches(step, world, 4, 5), rank_batches(step + 500, world, 4, 5),
+                      rank, world, f"{what} step {step}", set_to_none=step % 2 == 0)
+        check_fsdp_against_reference(model, reference, at_start, what,
+                                     trained={n for n, p in model.named_parameters()
+                                              if p.requires_grad})
+
+
 CASES = {name[len("case_"):]: function for name, function in globals().items()
          if name.startswith("case_")}
 # Cases that set up their own process groups.
