@@ -7,9 +7,8 @@ same for the samples of an operator that draw random numbers (attention
 with dropout).
 
 EXPECTED_FAILURES: (operator id, mode or "*") -> why. Most entries are
-declared limitations of the device (no complex32, float64 as float32,
-complex128 as complex64, no sparse layouts); the rest are known gaps, said
-so. The suite fails when a listed entry starts passing, so the list stays
+declared limitations of the device (no sparse layouts); the rest are known
+gaps, said so. The suite fails when a listed entry starts passing, so the list stays
 true. Ids are OpInfo's `name` or `name.variant_test_name`.
 """
 
@@ -36,8 +35,6 @@ RANDOM_SAMPLES = {
     "svd_lowrank": lambda sample: True,
 }
 
-NO_COMPLEX32 = "declared: neuron devices have no complex32 (torch.chalf)"
-NO_FLOAT64 = "declared: float64 tensors on neuron are float32, complex128 are complex64"
 NO_SPARSE = "declared: neuron tensors are strided; sparse layouts are not supported"
 EVAL_BATCH_NORM = ("declared: in eval mode the CPU kernel returns empty saved statistics; "
                    "neuron returns them in the meta kernel's size (CUDA's), contents "
@@ -46,12 +43,6 @@ FALLS_BACK = ("known gap: no meta kernel, and its backward kernel's target indic
               "yet validated for the daemon, so it runs on the CPU")
 
 EXPECTED_FAILURES = {
-    ("chalf", "*"): NO_COMPLEX32,
-    ("cdouble", "float32"): NO_FLOAT64,
-    ("cdouble", "bfloat16"): NO_FLOAT64,
-    ("to", "float32"): NO_FLOAT64 + " (the samples convert to float64 and complex128)",
-    ("to", "bfloat16"): NO_FLOAT64 + " (the samples convert to float64 and complex128)",
-    ("renorm", "grad"): NO_FLOAT64 + " (its backward asks for a float64 result)",
     ("to_sparse", "*"): NO_SPARSE,
     ("sparse.mm.reduce", "*"): NO_SPARSE,
     ("sparse.sampled_addmm", "*"): NO_SPARSE,

@@ -1,5 +1,5 @@
-"""complex64 on neuron, against the CPU: complex128 runs as complex64 (as
-float64 runs as float32), views between complex and real dtypes are
+"""Complex tensors on neuron, against the CPU: complex32, complex64 and
+complex128 keep their dtypes, views between complex and real dtypes are
 metadata only, and gradients flow through complex operators."""
 
 import pytest
@@ -59,12 +59,17 @@ def test_linalg_eig_runs_on_the_device():
                                rtol=1e-4, atol=1e-4)
 
 
-def test_complex128_runs_as_complex64():
+def test_complex128_and_complex32_keep_their_dtypes():
     z = torch.randn(8, dtype=torch.complex128)
     on_device = z.to("neuron")
-    assert on_device.dtype == torch.complex64
-    torch.testing.assert_close(on_device.cpu(), z.to(torch.complex64))
-    assert torch.zeros(2, dtype=torch.complex128, device="neuron").dtype == torch.complex64
+    assert on_device.dtype == torch.complex128
+    assert torch.equal(on_device.cpu(), z)
+    assert torch.equal((on_device * on_device.conj()).cpu(), z * z.conj())
+    half = z.to(torch.complex32)
+    on_device = half.to("neuron")
+    assert on_device.dtype == torch.complex32
+    assert torch.equal(torch.view_as_real(on_device).cpu(), torch.view_as_real(half))
+    assert on_device.cpu().dtype == torch.complex32
 
 
 def test_lazily_conjugated_and_negated_tensors_copy_as_their_values():

@@ -20,12 +20,15 @@ uint32_t ElementBytes(int32_t dtype) {
     case 3:   // int32
     case 28:  // uint32
     case 6:   // float32
+    case 8:   // complex32
       return 4;
     case 4:   // int64
     case 29:  // uint64 (torch.hash_tensor's result)
     case 7:   // float64
     case 9:   // complex64
       return 8;
+    case 10:  // complex128
+      return 16;
     default:
       return 0;
   }

@@ -542,9 +542,9 @@ TEST_F(ExecutableTest, UndefinedResultsHaveNoOutputs) {
 TEST_F(ExecutableTest, MalformedBodiesAreRefusedAtLoad) {
   v1::EagerOp bad_dtype;
   bad_dtype.set_name("aten::neg");
-  *bad_dtype.add_arguments()->mutable_tensor() = Spec({4}, {1}, 0, v1::ScalarType(10));
+  *bad_dtype.add_arguments()->mutable_tensor() = Spec({4}, {1}, 0, v1::ScalarType(12));
   EXPECT_THAT(session_->LoadExecutable(Body(bad_dtype)).status().message(),
-              HasSubstr("aten::neg argument 0: dtype 10 is not supported"));
+              HasSubstr("aten::neg argument 0: dtype 12 is not supported"));
   v1::EagerOp bad_rank;
   bad_rank.set_name("aten::neg");
   *bad_rank.add_arguments()->mutable_tensor() = Spec({4, 4}, {1}, 0);

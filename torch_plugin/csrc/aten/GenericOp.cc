@@ -42,7 +42,6 @@ constexpr internal::LaunchSize kLaunchLimit{.addresses = 192, .scalar_bytes = 10
 using internal::AppendRaw;
 using internal::CallDevice;
 using internal::CallWalker;
-using internal::DeviceDtype;
 using internal::InfoFor;
 using internal::LaunchInSlices;
 using internal::MetaOutcome;
@@ -193,7 +192,7 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
       }
       plan->outputs.push_back(OutputSpec{.sizes = shaped.sizes().vec(),
                                          .strides = shaped.strides().vec(),
-                                         .dtype = DeviceDtype(shaped.scalar_type())});
+                                         .dtype = shaped.scalar_type()});
     };
     if (meta[r].isNone()) {
       add_output(at::Tensor());

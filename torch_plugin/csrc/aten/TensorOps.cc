@@ -18,20 +18,17 @@ namespace {
 
 constexpr c10::DispatchKeySet kNeuronKeys(c10::DispatchKey::PrivateUse1);
 
-// float64 runs as float32 on the device, as on TorchNeuron, and complex128
-// as complex64 (pairs of float32).
+// A tensor has the dtype the program asked for. The simulated device
+// computes float64 and complex128 as the CPU does; Trainium's engines have
+// none (AWS's backend runs them as float32 and complex64), which the
+// warning says once.
 at::ScalarType DeviceDtype(std::optional<at::ScalarType> requested) {
   const at::ScalarType type = requested.value_or(at::get_default_dtype_as_scalartype());
-  if (type == at::kDouble) {
-    TORCH_WARN_ONCE("neuron devices have no float64: float64 tensors on neuron are float32");
-    return at::kFloat;
+  if (type == at::kDouble || type == at::kComplexDouble) {
+    TORCH_WARN_ONCE("float64 and complex128 on neuron: the simulated device computes them in "
+                    "full precision, as the CPU does; Trainium has no float64 engines, and "
+                    "AWS's backend runs them as float32 and complex64 (docs/torch_neuronx.md)");
   }
-  if (type == at::kComplexDouble) {
-    TORCH_WARN_ONCE(
-        "neuron devices have no complex128: complex128 tensors on neuron are complex64");
-    return at::kComplexFloat;
-  }
-  TORCH_CHECK_TYPE(type != at::kComplexHalf, "neuron devices have no complex32 (", type, ")");
   return type;
 }
 

@@ -5,7 +5,6 @@
 #include <c10/util/Exception.h>
 
 #include "absl/strings/str_format.h"
-#include "csrc/aten/internal/CallWalker.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
 
@@ -15,7 +14,7 @@ namespace {
 namespace rtd = neuron::rtd;
 
 rtd::TensorLayout LayoutOf(const TensorMeta& meta, uint32_t address_index) {
-  return rtd::TensorLayout{.dtype = static_cast<int32_t>(internal::DeviceDtype(meta.dtype)),
+  return rtd::TensorLayout{.dtype = static_cast<int32_t>(meta.dtype),
                            .sizes = meta.sizes,
                            .strides = meta.strides,
                            .address_index = address_index};
@@ -102,9 +101,9 @@ std::vector<at::Tensor> CompiledGraph::Run(const std::vector<at::Tensor>& inputs
                 "' input ", i, " must be a tensor on ", options.device(), ", not ",
                 input.defined() ? input.device().str() : std::string("None"));
     TORCH_CHECK(input.sizes().equals(meta.sizes) &&
-                    input.scalar_type() == internal::DeviceDtype(meta.dtype),
+                    input.scalar_type() == meta.dtype,
                 "graph '", name_, "' input ", i, " is ", input.scalar_type(), input.sizes(),
-                "; it was compiled for ", internal::DeviceDtype(meta.dtype),
+                "; it was compiled for ", meta.dtype,
                 c10::IntArrayRef(meta.sizes));
     if (SameStrides(input, meta)) {
       addresses.push_back(reinterpret_cast<uint64_t>(input.data_ptr()));
@@ -120,7 +119,7 @@ std::vector<at::Tensor> CompiledGraph::Run(const std::vector<at::Tensor>& inputs
     switch (result.kind) {
       case GraphResult::Kind::kComputed:
         results.push_back(at::empty_strided(result.meta.sizes, result.meta.strides,
-                                            options.dtype(internal::DeviceDtype(result.meta.dtype))));
+                                            options.dtype(result.meta.dtype)));
         addresses.push_back(reinterpret_cast<uint64_t>(results.back().data_ptr()));
         break;
       case GraphResult::Kind::kInput:

@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "csrc/aten/internal/CallWalker.h"
 #include "csrc/graph/CompiledGraph.h"
 #include "csrc/python/NkiBindings.h"
 #include "csrc/runtime/NeuronFunctions.h"
@@ -64,7 +63,7 @@ rtd::OpValue ArgumentOf(const py::handle& description) {
   if (tag == "s") return py::cast<std::string>(value);
   if (tag == "dtype") {
     return rtd::ScalarTypeValue{
-        .dtype = static_cast<int32_t>(internal::DeviceDtype(py::cast<at::ScalarType>(value)))};
+        .dtype = static_cast<int32_t>(py::cast<at::ScalarType>(value))};
   }
   TORCH_CHECK(false, "unknown argument tag '", tag, "'");
 }

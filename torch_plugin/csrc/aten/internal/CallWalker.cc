@@ -2,12 +2,6 @@
 
 namespace torch_neuronx::internal {
 
-at::ScalarType DeviceDtype(at::ScalarType type) {
-  if (type == at::kDouble) return at::kFloat;
-  if (type == at::kComplexDouble) return at::kComplexFloat;
-  return type;
-}
-
 std::optional<c10::DeviceIndex> CallDevice(const OpInfo& info, const Stack& arguments) {
   auto neuron_index = [](const at::Tensor& tensor) -> std::optional<c10::DeviceIndex> {
     if (tensor.defined() && tensor.device().type() == c10::DeviceType::PrivateUse1) {
@@ -38,7 +32,7 @@ void MoveCpuScalars(const OpInfo& info, c10::DeviceIndex device, Stack& argument
   const c10::Device target(c10::DeviceType::PrivateUse1, device);
   auto move = [&](const at::Tensor& tensor) -> std::optional<at::Tensor> {
     if (tensor.defined() && tensor.device().is_cpu() && tensor.dim() == 0) {
-      return tensor.to(target, DeviceDtype(tensor.scalar_type()));
+      return tensor.to(target);
     }
     return std::nullopt;
   };

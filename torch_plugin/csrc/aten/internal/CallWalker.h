@@ -25,10 +25,6 @@ namespace torch_neuronx::internal {
 namespace rtd = neuron::rtd;
 using torch::jit::Stack;
 
-// float64 follows TorchNeuron: it runs as float32; complex128 likewise as
-// complex64.
-at::ScalarType DeviceDtype(at::ScalarType type);
-
 template <typename T>
 void AppendRaw(std::string& key, const T& value) {
   key.append(reinterpret_cast<const char*>(&value), sizeof(value));
@@ -233,7 +229,7 @@ class CallWalker {
         return;
       }
       case ArgKind::kScalarType: {
-        const at::ScalarType type = DeviceDtype(value.toScalarType());
+        const at::ScalarType type = value.toScalarType();
         AppendRaw(key, static_cast<int8_t>(type));
         Add(rtd::ScalarTypeValue{.dtype = static_cast<int32_t>(type)});
         return;
