@@ -29,6 +29,10 @@
 #   deploy/dev.sh nki-published [RUNNER ARGS]  build, run NKI kernels AWS publishes against
 #                           goldens (tests/nki_published/run.py; the kernels stay outside the
 #                           repository: pass checkouts of them, --help lists the options)
+#   deploy/dev.sh upstream-tests --pytorch-src DIR [--only FILE] [RUNNER ARGS]  build, run
+#                           PyTorch's device-generic suites from a PyTorch checkout on neuron,
+#                           each file in its own process, against tests/upstream_xfail.json
+#                           (tests/upstream/run.py --help lists the options)
 #   deploy/dev.sh package  build the Debian packages (debian/, in build-deb/; the .deb files in
 #                           build-deb/debs/), then install, check and purge them on a throwaway
 #                           overlay of this system (needs root)
@@ -388,6 +392,12 @@ cmd_nki_published() {
   "$VENV/bin/python" "$ROOT/tests/nki_published/run.py" "$@"
 }
 
+cmd_upstream_tests() {
+  cmd_build
+  ensure_test_packages
+  "$VENV/bin/python" "$ROOT/tests/upstream/run.py" "$@"
+}
+
 cmd_chaos() {
   local repetitions="${1:-100}"
   cmd_build
@@ -460,9 +470,10 @@ case "${1:-}" in
   conformance) cmd_conformance ;;
   nki) cmd_nki ;;
   nki-published) shift; cmd_nki_published "$@" ;;
+  upstream-tests) shift; cmd_upstream_tests "$@" ;;
   package) cmd_package ;;
   *)
-    sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
