@@ -291,12 +291,16 @@ def test_legacy_constants_numpy_scalars_and_finfo_of_a_tiles_dtype():
         floor = nl.full(x.shape, fill_value=nl.fp32.min, dtype=np.float32,
                         lazy_initialization=False)
         ceiling = nl.full(x.shape, np.float32(1e30), np.float32)
-        nl.store(out, value=nl.minimum(nl.maximum(nl.divide(tile, count), floor), ceiling))
+        zero = nl.zeros(shape=x.shape, dtype=np.float32)
+        nl.store(out, value=nl.minimum(nl.maximum(nl.divide(tile, count), floor), ceiling) + zero)
         assert lowest == np.finfo(np.float32).min
         return out
 
     x = rng.standard_normal((8, 16), np.float32)
     np.testing.assert_allclose(clamp_average(x), x / 16, rtol=1e-6)
+    # AWS's dma_transpose example imports the constants module by its legacy name.
+    from neuronxcc.nki.isa.constants import dge_mode
+    assert dge_mode is nki.isa.dge_mode
 
 
 def test_dataclass_configurations_of_nkiobject_take_their_plain_attributes():

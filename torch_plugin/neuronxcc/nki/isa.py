@@ -4,6 +4,7 @@ legacy mask= and dtype=. Each is the current instruction of the same name
 writing a tile made for it."""
 
 import math
+import sys
 
 import nki.isa as _current
 from nki import _dtypes, _index, _nl_math, _nl_memory
@@ -11,6 +12,11 @@ from nki._errors import fail, unsupported_api
 from nki._trace import psum, sbuf
 from nki.isa import (dge_mode, engine, get_nc_version, nc_version, oob_mode,  # noqa: F401
                      reduce_cmd)
+
+# `from neuronxcc.nki.isa.constants import dge_mode`: the current package's
+# module, importable under the legacy name although this is a module.
+constants = _current.constants
+sys.modules[__name__ + ".constants"] = constants
 
 tensor_engine = engine.tensor
 vector_engine = engine.vector

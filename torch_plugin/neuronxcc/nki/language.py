@@ -83,15 +83,19 @@ def store(dst, value, *, mask=None, **kwargs):
         _current.store(dst, value)
 
 
+# What the creation functions take by keyword; the rest (lazy_initialization
+# and the like) steer AWS's compiler only.
+_CREATION_ARGUMENTS = ("shape", "dtype", "fill_value", "x")
+
+
 def _creation(name):
     current = getattr(_current, name)
 
     @functools.wraps(current)
     def create(*args, buffer=None, name="", mask=None, lazy_initialization=None, **kwargs):
-        # lazy_initialization and the like steer AWS's compiler only.
         with _index.masked(mask):
             return current(*args, buffer=buffer, name=name, **{
-                k: v for k, v in kwargs.items() if k in ("dtype", "fill_value")})
+                k: v for k, v in kwargs.items() if k in _CREATION_ARGUMENTS})
     return create
 
 
