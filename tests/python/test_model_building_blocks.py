@@ -151,6 +151,10 @@ def test_cpu_index_and_mask_tensors_index_a_neuron_tensor_as_on_cuda():
     actual[mask] = -1.0
     expected[mask] = -1.0
     torch.testing.assert_close(actual.cpu(), expected)
+    # A value of another dtype is refused at the call, as on the CPU.
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination"):
+        actual.index_put_((rows,), torch.tensor([1, 2], dtype=torch.int32, device="neuron"))
+    assert actual.sum().item() == expected.sum().item()
 
 
 def test_nonzero_into_an_out_tensor_and_as_a_tuple():

@@ -105,6 +105,11 @@ at::Tensor& IndexPut(at::Tensor& self, const c10::List<std::optional<at::Tensor>
                      const at::Tensor& values, bool accumulate, bool unsafe) {
   static const c10::OperatorHandle index_put =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::_index_put_impl_", "");
+  // The CPU's check, made at the call rather than when the launch fails.
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(),
+              "Index put requires the source and destination dtypes match, got ",
+              self.scalar_type(), " for the destination and ", values.scalar_type(),
+              " for the source.");
   torch::jit::Stack stack{self, LaunchIndices(self, indices), values, accumulate, unsafe};
   LaunchOnDevice(index_put, &stack);
   return self;
