@@ -84,6 +84,35 @@ def test_a_triangular_mask_runs_one_box_per_row():
     np.testing.assert_array_equal(lower(x), np.tril(x))
 
 
+def test_a_masked_load_into_a_tile_under_a_tracer_that_reads_locals():
+    # A tracer (a debugger, coverage) that reads frames' locals adds
+    # references; the load must still write the tile in place, leaving the
+    # masked-out zeros, as without it.
+    import sys
+
+    @nki.jit
+    def lower(x):
+        out = nl.ndarray((32, 32), dtype=x.dtype, buffer=nl.shared_hbm)
+        i_p, i_f = nl.mgrid[0:32, 0:32]
+        tile = nl.zeros((32, 32), dtype=x.dtype)
+        tile[i_p, i_f] = nl.load(x[i_p, i_f], mask=(i_f <= i_p))
+        nl.store(out, value=tile)
+        return out
+
+    def tracer(frame, event, arg):
+        frame.f_locals  # noqa: B018 (what debuggers do)
+        return tracer
+
+    x = rng.standard_normal((32, 32), np.float32)
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        result = lower(x)
+    finally:
+        sys.settrace(previous)
+    np.testing.assert_array_equal(result, np.tril(x))
+
+
 def test_mixing_slices_and_index_expressions_names_the_rule():
     @nki.jit
     def mixed(x):

@@ -341,8 +341,11 @@ def _is_temporary(value, held):
     trace): a name bound to it in the kernel would see the target's memory
     after a retarget. CPython's reference count says, against the count
     _measure_temporary_references sees through the same number of frames."""
-    return _TEMPORARY_REFERENCES is not None and \
-        sys.getrefcount(value) - held <= _TEMPORARY_REFERENCES
+    # Measured at each use, not once: a tracer or profiler that came or went
+    # since (sys.settrace reading frames' locals) changes the counts.
+    temporary_references = _measure_temporary_references()
+    return temporary_references is not None and \
+        sys.getrefcount(value) - held <= temporary_references
 
 
 def _measure_temporary_references():
@@ -381,5 +384,3 @@ def _measure_temporary_references():
         return None
     return max(seen["temporary"], seen["inplace"])
 
-
-_TEMPORARY_REFERENCES = _measure_temporary_references()
