@@ -70,7 +70,9 @@ def test_an_index_past_the_edge_without_a_mask_is_refused_at_the_kernels_line():
         past_the_end(np.zeros((128, 64), np.float32))
 
 
-def test_a_triangular_mask_runs_one_box_per_row():
+def lower_triangle_kernel():
+    """A new kernel (with a cache of its own, so each test traces it) that
+    loads the lower triangle of x into a zeroed tile under a mask."""
     @nki.jit
     def lower(x):
         out = nl.ndarray((32, 32), dtype=x.dtype, buffer=nl.shared_hbm)
@@ -80,8 +82,12 @@ def test_a_triangular_mask_runs_one_box_per_row():
         nl.store(out, value=tile)
         return out
 
+    return lower
+
+
+def test_a_triangular_mask_runs_one_box_per_row():
     x = rng.standard_normal((32, 32), np.float32)
-    np.testing.assert_array_equal(lower(x), np.tril(x))
+    np.testing.assert_array_equal(lower_triangle_kernel()(x), np.tril(x))
 
 
 def test_a_masked_load_into_a_tile_under_a_tracer_that_reads_locals():
@@ -90,14 +96,7 @@ def test_a_masked_load_into_a_tile_under_a_tracer_that_reads_locals():
     # masked-out zeros, as without it.
     import sys
 
-    @nki.jit
-    def lower(x):
-        out = nl.ndarray((32, 32), dtype=x.dtype, buffer=nl.shared_hbm)
-        i_p, i_f = nl.mgrid[0:32, 0:32]
-        tile = nl.zeros((32, 32), dtype=x.dtype)
-        tile[i_p, i_f] = nl.load(x[i_p, i_f], mask=(i_f <= i_p))
-        nl.store(out, value=tile)
-        return out
+    lower = lower_triangle_kernel()
 
     def tracer(frame, event, arg):
         frame.f_locals  # noqa: B018 (what debuggers do)
