@@ -3,10 +3,11 @@
 # missing (Debian packages, the Python virtual environment), then builds.
 #
 #   deploy/dev.sh build   install what is missing, configure and build
-#   deploy/dev.sh test    build, then run every test (CTest and pytest; a selection of the
-#                         Python tests again on the nrt backend over the fake libnrt), build the
-#                         Debian packages and install and purge them (as `package`, quicker), and
-#                         the C++ tests again under AddressSanitizer and UndefinedBehaviorSanitizer
+#   deploy/dev.sh test    build, then run every test (CTest, and pytest in two processes; a
+#                         selection of the Python tests again on the nrt backend over the fake
+#                         libnrt), build the Debian packages and install and purge them (as
+#                         `package`, quicker), and the C++ suites that take hostile input again
+#                         under AddressSanitizer and UndefinedBehaviorSanitizer (`sanitize`: all)
 #   deploy/dev.sh demo    build, train a small MLP and transformer on neuron (embedded daemon)
 #   deploy/dev.sh bench   build, run every benchmark; the last line is one JSON object
 #   deploy/dev.sh sanitize  build the daemon, client and C++ tests with AddressSanitizer and
@@ -62,7 +63,8 @@ APT_PACKAGES=(
 )
 PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy ml_dtypes scikit-build-core)
 # Test-only Python packages (the model suite, Hugging Face Transformers and
-# Accelerate; pyarrow for the profiler's Parquet metrics, the `profiling`
+# Accelerate; pytest-xdist, which runs the suites in a process per CPU;
+# pyarrow for the profiler's Parquet metrics, the `profiling`
 # extra; TorchTitan and what it imports, triton included: its MoE kernels
 # import triton unconditionally, which a CUDA torch would have brought),
 # pinned. torchvision and timm go in without their dependencies, which would
@@ -70,7 +72,8 @@ PYTHON_PACKAGES=("torch==$TORCH_VERSION" pytest numpy ml_dtypes scikit-build-cor
 TEST_PYTHON_PACKAGES=(pillow==13.0.0 PyYAML==6.0.4 huggingface_hub==2.4.0 safetensors==0.8.0
                       pyarrow==26.0.1 transformers==5.24.0 accelerate==1.16.0 expecttest==0.3.0
                       torchtitan==0.2.2 torchdata==0.11.0 datasets==5.2.0 tokenizers==0.23.3
-                      tyro==1.0.17 tensorboard==2.21.0 einops==0.8.2 tomli==2.5.0 triton==3.9.0)
+                      tyro==1.0.17 tensorboard==2.21.0 einops==0.8.2 tomli==2.5.0 triton==3.9.0
+                      pytest-xdist==3.8.0)
 TEST_PYTHON_PACKAGES_NO_DEPS=(torchvision==0.28.0 timm==1.0.31)
 
 log() { printf '\033[1m[dev.sh]\033[0m %s\n' "$*" >&2; }
@@ -164,6 +167,11 @@ ensure_promtool() {
   rm -rf "$work"
 }
 
+# pytest in a process per CPU (at most four: each holds a daemon and models
+# of up to a few GiB), a test file per process (its module fixtures stay in
+# one process); each process starts its own daemon (tests/conftest.py).
+PYTEST_PARALLEL=(-n "$(($(nproc) < 4 ? $(nproc) : 4))" --dist loadfile)
+
 cmd_test() {
   cmd_build
   ensure_test_packages
@@ -173,13 +181,13 @@ cmd_test() {
     ctest --output-on-failure --parallel "$(nproc)" --timeout 300)
   log "running Python tests (pytest), the small models of the model suite, the fast slice"
   log "of the OpInfo conformance suite and the NKI kernel suite at small size"
-  "$VENV/bin/python" -m pytest -q "$ROOT/tests/python" "$ROOT/tests/models" \
+  "$VENV/bin/python" -m pytest -q "${PYTEST_PARALLEL[@]}" "$ROOT/tests/python" "$ROOT/tests/models" \
     "$ROOT/tests/conformance" "$ROOT/tests/nki"
   nrt_python_tests
   # The fast slice of `package`.
   package_slice
-  # The fast slice of `sanitize`: the C++ suites under ASan and UBSan.
-  sanitized_cpp_tests
+  # The fast slice of `sanitize`: the hostile-input C++ suites under ASan and UBSan.
+  sanitized_cpp_tests slice
 }
 
 # The Python tests of copies, streams, events, memory, errors (a killed
@@ -189,7 +197,7 @@ cmd_test() {
 nrt_python_tests() {
   log "running Python tests on the nrt backend over the fake libnrt"
   NEURON_TEST_DEVICE_BACKEND=nrt NEURON_TEST_FAKE_NRT="$BUILD_DIR/lib/fake_nrt/libnrt.so.1" \
-    "$VENV/bin/python" -m pytest -q "$ROOT/tests/python/test_streams.py" \
+    "$VENV/bin/python" -m pytest -q "${PYTEST_PARALLEL[@]}" "$ROOT/tests/python/test_streams.py" \
     "$ROOT/tests/python/test_memory.py" "$ROOT/tests/python/test_errors.py" \
     "$ROOT/tests/python/test_views.py" "$ROOT/tests/python/test_ops.py" \
     "$ROOT/tests/python/test_training.py" "$ROOT/tests/python/test_daemon_interaction.py" \
@@ -228,16 +236,33 @@ cmd_demo() {
 # the sanitized daemon instead.
 SANITIZE_DIR="$ROOT/build-asan"
 
+# The fast slice of `sanitize` that `test` (CI) runs: the suites that feed
+# the daemon what a hostile client or peer can send (records, RPCs,
+# executables, NKI kernels, fabric messages, configuration), the units that
+# decode it, and the chaos tests' killed clients. `sanitize` builds and runs
+# every suite.
+SANITIZER_SLICE_TARGETS=(command_ring_abi_test config_test core_queue_test memory_test
+                         nki_kernel_check_test nki_interpreter_test data_plane_test
+                         host_collectives_test chaos_test chaos_client record_decoder_fuzz
+                         executable_load_fuzz rpc_fuzz fabric_message_fuzz)
+
+# sanitized_cpp_tests [slice]: every C++ suite, or with `slice` the targets
+# above (CTest skips the placeholders of suites that were not built).
 sanitized_cpp_tests() {
-  log "building with AddressSanitizer and UndefinedBehaviorSanitizer in $SANITIZE_DIR"
+  local targets=() skip=()
+  if [ "${1:-}" = slice ]; then
+    targets=(--target "${SANITIZER_SLICE_TARGETS[@]}")
+    skip=(-E '_NOT_BUILT$')
+  fi
+  log "building with AddressSanitizer and UndefinedBehaviorSanitizer in $SANITIZE_DIR${1:+ (${1})}"
   cmake -S "$ROOT" -B "$SANITIZE_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DNEURON_SANITIZE=address,undefined -DNEURON_WERROR=ON -DNEURON_BUILD_TESTS=ON \
     -DNEURON_PYTHON="$VENV/bin/python" >/dev/null
-  cmake --build "$SANITIZE_DIR" --parallel "$(nproc)"
+  cmake --build "$SANITIZE_DIR" --parallel "$(nproc)" "${targets[@]}"
   log "running the C++ tests under the sanitizers (leaks included)"
   (cd "$SANITIZE_DIR" && ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --output-on-failure --parallel "$(nproc)" --timeout 600)
+    ctest --output-on-failure --parallel "$(nproc)" --timeout 600 "${skip[@]}")
 }
 
 cmd_sanitize() {
@@ -473,7 +498,7 @@ case "${1:-}" in
   upstream-tests) shift; cmd_upstream_tests "$@" ;;
   package) cmd_package ;;
   *)
-    sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
