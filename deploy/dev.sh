@@ -470,7 +470,7 @@ cmd_package() {
 # hardening flags, and compressed quickly.
 package_slice() {
   (
-    export DEB_CFLAGS_SET="-O2 -g -DNDEBUG" DEB_CXXFLAGS_SET="-O2 -g -DNDEBUG" DEB_CPPFLAGS_SET="" \
+    export DEB_CFLAGS_SET="-O2 -g1 -DNDEBUG" DEB_CXXFLAGS_SET="-O2 -g1 -DNDEBUG" DEB_CPPFLAGS_SET="" \
       DEB_LDFLAGS_SET="" NEURON_CMAKE_ARGS="-DNEURON_WERROR=ON" NEURON_DPKG_DEB_ARGS="-Zgzip -z1"
     build_and_test_packages skip-without-root
   )
