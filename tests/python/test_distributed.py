@@ -2,6 +2,7 @@
 session of the test daemon (distributed_cases.py holds what they run)."""
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -12,9 +13,22 @@ CASES = os.path.join(os.path.dirname(__file__), "distributed_cases.py")
 
 
 def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A free port for a case's rendezvous. pytest-xdist runs test files in
+    parallel processes: a port the kernel hands one of them (bind to 0) and
+    that is released until the case's store binds it can be handed to
+    another meanwhile, whose ranks then join the wrong group. Each worker
+    takes its ports from a range of its own, below the kernel's ephemeral
+    ports."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = 20000 + 1000 * (int(worker) if worker.isdigit() else 0)
+    for port in random.sample(range(first, first + 1000), 1000):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {first}-{first + 999}")
 
 
 def run_case(case, world=2):
