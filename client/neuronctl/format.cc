@@ -232,6 +232,9 @@ nlohmann::json CacheJson(const neuronrt::CacheInfo& cache) {
             {"worker_starts", compiler.worker_starts},
             {"build_seconds", compiler.build_seconds},
             {"unavailable", compiler.unavailable},
+            {"ready", compiler.ready},
+            {"python", compiler.python},
+            {"worker_torch_version", compiler.worker_torch_version},
             {"disk_entries", compiler.disk_entries},
             {"disk_bytes", compiler.disk_bytes},
             {"disk_path", compiler.disk_path}}}};
@@ -401,6 +404,13 @@ nlohmann::json StatsJson(const neuronrt::Stats& stats) {
   return {{"cores", std::move(list)}, {"devices", std::move(devices)}};
 }
 
+std::string CompilerState(const neuronrt::CompilerInfo& compiler) {
+  if (!compiler.enabled) return "off";
+  if (!compiler.unavailable.empty()) return "cannot compile: " + compiler.unavailable;
+  if (!compiler.ready) return "starting its worker";
+  return absl::StrFormat("ready (%s, torch %s)", compiler.python, compiler.worker_torch_version);
+}
+
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target) {
   const std::string degraded =
       health.failed_cores.empty()
@@ -414,6 +424,7 @@ std::string HealthText(const neuronrt::HealthInfo& health, const std::string& ta
   for (const auto& [core, fault] : health.failed_cores) {
     absl::StrAppendFormat(&text, "  core %d failed: %s\n", core, fault);
   }
+  absl::StrAppendFormat(&text, "  compiler: %s\n", CompilerState(health.compiler));
   return text;
 }
 
@@ -428,6 +439,11 @@ nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string&
       {"device_count", health.device_count},
       {"core_count", health.core_count},
       {"failed_cores", FaultsJson(health.failed_cores)},
+      {"compiler", {{"enabled", health.compiler.enabled},
+                    {"ready", health.compiler.ready},
+                    {"python", health.compiler.python},
+                    {"worker_torch_version", health.compiler.worker_torch_version},
+                    {"unavailable", health.compiler.unavailable}}},
       {"caller", {{"pid", health.caller.pid}, {"uid", health.caller.uid},
                   {"gid", health.caller.gid}}},
   };

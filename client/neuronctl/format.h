@@ -47,6 +47,9 @@ nlohmann::json CacheJson(const neuronrt::CacheInfo& cache);
 std::string ExecutablesTable(const std::vector<neuronrt::CachedExecutable>& executables);
 nlohmann::json ExecutablesJson(const std::vector<neuronrt::CachedExecutable>& executables);
 
+// "off", "starting its worker", "ready (PYTHON, torch VERSION)" or
+// "cannot compile: WHY".
+std::string CompilerState(const neuronrt::CompilerInfo& compiler);
 std::string HealthText(const neuronrt::HealthInfo& health, const std::string& target);
 nlohmann::json HealthJson(const neuronrt::HealthInfo& health, const std::string& target);
 

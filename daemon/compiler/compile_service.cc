@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "daemon/compiler/graph_json.h"
 #include "neuron/rtd/content_hash.h"
 #include "spdlog/spdlog.h"
@@ -15,7 +16,7 @@ namespace {
 // What the worker does to a graph besides compiling it: part of every key,
 // so that a change of either makes earlier packages miss.
 constexpr char kCompilerFlags[] =
-    "aoti-package destination-passing fallback-random bool-outputs-as-uint8 v2";
+    "aoti-package destination-passing fallback-random bool-outputs-as-uint8 expanded-once v3";
 
 }  // namespace
 
@@ -85,26 +86,61 @@ CompileStats CompileService::stats() const {
   return stats;
 }
 
+absl::Status CompileService::CheckTorch(const WorkerInfo& worker) const {
+  // "2.13.0+cpu" is a build of "2.13.0", which the daemon's headers name.
+  const std::string worker_version = worker.torch_version.substr(0, worker.torch_version.find('+'));
+  if (worker_version != options_.torch_version.substr(0, options_.torch_version.find('+'))) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s has torch %s", worker_.python(), worker.torch_version));
+  }
+  return absl::OkStatus();
+}
+
+void CompileService::FindWorker() {
+  std::vector<std::string> tried;
+  for (const std::string& python : options_.pythons) {
+    {
+      absl::MutexLock lock(&mutex_);
+      if (stopping_) return;
+    }
+    worker_.set_python(python);
+    absl::StatusOr<WorkerInfo> worker = worker_.Start();
+    absl::Status usable = worker.ok() ? CheckTorch(*worker) : worker.status();
+    if (usable.ok()) {
+      spdlog::info("compiled graphs: the compiler worker runs {} (torch {})", python,
+                   worker->torch_version);
+      absl::MutexLock lock(&mutex_);
+      stats_.ready = true;
+      stats_.python = python;
+      stats_.worker_torch_version = worker->torch_version;
+      stats_.worker_starts = worker_.starts();
+      return;
+    }
+    worker_.Stop();
+    tried.emplace_back(usable.message());
+  }
+  absl::MutexLock lock(&mutex_);
+  if (stopping_) return;
+  stats_.worker_starts = worker_.starts();
+  stats_.unavailable = absl::StrFormat(
+      "no Python interpreter has this daemon's torch %s ([compiler] python names one): %s",
+      options_.torch_version, absl::StrJoin(tried, "; "));
+  spdlog::warn("compiled graphs are off: {}", stats_.unavailable);
+}
+
 absl::StatusOr<GraphCompiler::Package> CompileService::Build(const Job& job) {
   if (std::optional<std::string> found = cache_->Find(job.key)) {
     absl::MutexLock lock(&mutex_);
     ++stats_.cache_hits;
     return Package{.path = *found};
   }
+  // The worker found at start, started again if it died (a compile that
+  // took too long, a crash).
   absl::StatusOr<WorkerInfo> worker = worker_.Start();
-  if (!worker.ok()) {
-    // A worker that never started will not start for the next graph either.
-    return worker_.ever_ready() ? worker.status()
-                                : absl::FailedPreconditionError(worker.status().message());
-  }
-  // "2.13.0+cpu" is a build of "2.13.0", which the daemon's headers name.
-  const std::string worker_version =
-      worker->torch_version.substr(0, worker->torch_version.find('+'));
-  if (worker_version != options_.torch_version.substr(0, options_.torch_version.find('+'))) {
+  if (!worker.ok()) return worker.status();
+  if (absl::Status same_torch = CheckTorch(*worker); !same_torch.ok()) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "the compiler worker's Python (%s) has torch %s; this daemon runs torch %s ([compiler] "
-        "python names the interpreter)",
-        options_.worker.python, worker->torch_version, options_.torch_version));
+        "%s, not this daemon's torch %s", same_torch.message(), options_.torch_version));
   }
   const std::string output = absl::StrFormat("%s/pending-%d.pt2", options_.worker.scratch_dir,
                                              next_output_++);
@@ -124,6 +160,7 @@ absl::StatusOr<GraphCompiler::Package> CompileService::Build(const Job& job) {
 }
 
 void CompileService::Loop() {
+  FindWorker();
   while (true) {
     Job job;
     {

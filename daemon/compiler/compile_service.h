@@ -1,9 +1,12 @@
 // The daemon's GraphCompiler: a thread that takes graphs in order, has the
 // compiler worker compile each one it does not find in the disk cache,
-// stores the package there and hands it to whoever asked. When the worker
-// cannot be used (no Python with this daemon's torch, a worker that will
-// not start) every request is answered with why, once logged: graphs keep
-// running on tier 0.
+// stores the package there and hands it to whoever asked. At start it
+// finds the worker's interpreter (the first of the candidates whose torch is
+// the daemon's) and keeps that worker running, so that the first graph does
+// not wait for torch's import and a daemon that cannot compile says so at
+// once. When the worker cannot be used (no Python with this daemon's torch,
+// a worker that will not start) every request is answered with why, once
+// logged: graphs keep running on tier 0.
 #ifndef NEURON_RTD_DAEMON_COMPILER_COMPILE_SERVICE_H_
 #define NEURON_RTD_DAEMON_COMPILER_COMPILE_SERVICE_H_
 
@@ -25,7 +28,10 @@
 namespace neuron::rtd::compiler {
 
 struct CompileServiceOptions {
+  // worker.python is ignored: the worker runs the first of `pythons` whose
+  // torch is `torch_version`.
   WorkerOptions worker;
+  std::vector<std::string> pythons;
   ArtifactCacheOptions cache;
   uint64_t compile_after_launches = 2;
   // The torch version the daemon runs (the worker must have the same), and
@@ -41,15 +47,20 @@ struct CompileStats {
   uint64_t queued = 0;
   uint64_t worker_starts = 0;
   double build_seconds = 0;
+  // A worker started with the daemon's torch: `python` runs it, with torch
+  // `worker_torch_version`. Neither ready nor unavailable: still looking.
+  bool ready = false;
+  std::string python;
+  std::string worker_torch_version;
   std::string unavailable;  // why the worker cannot be used, if it cannot
 };
 
 // Thread-safety: every method may be called from any thread.
 class CompileService final : public GraphCompiler {
  public:
-  // Opens the cache and starts the service's thread (the worker starts at
-  // the first graph). FAILED_PRECONDITION when the cache directory is not
-  // the daemon's own.
+  // Opens the cache and starts the service's thread, which starts the
+  // worker. FAILED_PRECONDITION when the cache directory is not the
+  // daemon's own.
   static absl::StatusOr<std::unique_ptr<CompileService>> Create(CompileServiceOptions options,
                                                                 OsSysCalls& sys_calls);
   ~CompileService() override;
@@ -74,6 +85,11 @@ class CompileService final : public GraphCompiler {
 
   CompileService(CompileServiceOptions options, std::unique_ptr<ArtifactCache> cache);
   void Loop();
+  // Starts the worker with the first interpreter whose torch is the
+  // daemon's, or records why none can be used.
+  void FindWorker();
+  // OK when `worker` runs the daemon's torch.
+  absl::Status CheckTorch(const WorkerInfo& worker) const;
   absl::StatusOr<Package> Build(const Job& job);
 
   const CompileServiceOptions options_;

@@ -69,6 +69,11 @@ class CompilerWorker {
   // die); it is reaped by the driving thread's next Stop or Start.
   void Interrupt();
 
+  // The interpreter the next Start runs (the driving thread, while no
+  // worker runs: after Stop, or before the first Start).
+  void set_python(std::string python) { options_.python = std::move(python); }
+  const std::string& python() const { return options_.python; }
+
   // Whether a worker has ever started and said it was ready.
   bool ever_ready() const { return ever_ready_; }
 
@@ -80,7 +85,7 @@ class CompilerWorker {
   absl::StatusOr<std::string> ReadLine(absl::Time deadline);
   std::string LogTail() const;
 
-  const WorkerOptions options_;
+  WorkerOptions options_;
   pid_t pid_ = -1;
   int to_worker_ = -1;
   int from_worker_ = -1;

@@ -127,8 +127,10 @@ struct SchedulerSettings {
 struct CompilerSettings {
   // Launches of a graph before it is compiled; 0: graphs stay interpreted.
   uint32_t compile_after_launches = 2;
-  // The Python interpreter whose torch is the daemon's version.
-  std::string python = "python3";
+  // The Python interpreter whose torch is the daemon's version; empty: the
+  // one that installed the torch the simulated device runs (found from its
+  // libtorch), else python3 from PATH.
+  std::string python;
   // neuron_compile_worker.py; empty: the one in ../lib/neuron-rtd/ from the
   // neuron-rtd binary's directory.
   std::string worker;

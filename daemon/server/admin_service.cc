@@ -32,6 +32,7 @@ grpc::Status AdminService::Health(grpc::ServerContext* context, const v1::Health
       failed->set_fault(std::move(fault));
     }
   }
+  FillCompilerInfo(response->mutable_compiler());
   if (std::optional<PeerCredentials> caller = peers_.Lookup(context->peer())) {
     response->mutable_caller()->set_pid(caller->pid);
     response->mutable_caller()->set_uid(caller->uid);

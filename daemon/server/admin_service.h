@@ -72,6 +72,8 @@ class AdminService final : public v1::Admin::Service {
   void FillCoreStats(uint32_t core, const queue::CoreQueue::Stats& stats, uint64_t interval_ns,
                      v1::CoreStats* out) const;
   void FillDaemonStats(v1::DaemonStats* out) const;
+  // The compiler's state and counters (no disk figures).
+  void FillCompilerInfo(v1::CompilerInfo* out) const;
   void FillCacheInfo(bool list_executables, v1::GetCacheInfoResponse* response) const;
   // Root or the daemon's own user: who may drain or reset.
   // The peer of the call; UNAUTHENTICATED when the daemon cannot tell.

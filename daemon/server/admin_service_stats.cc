@@ -184,6 +184,23 @@ void AdminService::FillDaemonStats(v1::DaemonStats* out) const {
   out->set_resident_memory_bytes(usage.resident_memory_bytes);
 }
 
+void AdminService::FillCompilerInfo(v1::CompilerInfo* out) const {
+  out->set_enabled(compiler_ != nullptr);
+  if (compiler_ == nullptr) return;
+  const compiler::CompileStats built = compiler_->stats();
+  out->set_compile_after_launches(compiler_->compile_after_launches());
+  out->set_builds(built.builds);
+  out->set_failures(built.failures);
+  out->set_disk_hits(built.cache_hits);
+  out->set_queued(built.queued);
+  out->set_worker_starts(built.worker_starts);
+  out->set_build_seconds(built.build_seconds);
+  out->set_unavailable(built.unavailable);
+  out->set_ready(built.ready);
+  out->set_python(built.python);
+  out->set_worker_torch_version(built.worker_torch_version);
+}
+
 void AdminService::FillCacheInfo(bool list_executables,
                                  v1::GetCacheInfoResponse* response) const {
   const exec::CacheStats stats = executables_.stats();
@@ -197,17 +214,8 @@ void AdminService::FillCacheInfo(bool list_executables,
   response->set_max_bytes(stats.limits.max_bytes);
   response->set_max_bytes_per_user(stats.limits.max_bytes_per_user);
   v1::CompilerInfo* compiler = response->mutable_compiler();
-  compiler->set_enabled(compiler_ != nullptr);
+  FillCompilerInfo(compiler);
   if (compiler_ != nullptr) {
-    const compiler::CompileStats built = compiler_->stats();
-    compiler->set_compile_after_launches(compiler_->compile_after_launches());
-    compiler->set_builds(built.builds);
-    compiler->set_failures(built.failures);
-    compiler->set_disk_hits(built.cache_hits);
-    compiler->set_queued(built.queued);
-    compiler->set_worker_starts(built.worker_starts);
-    compiler->set_build_seconds(built.build_seconds);
-    compiler->set_unavailable(built.unavailable);
     const std::vector<compiler::StoredArtifact> stored = compiler_->cache().List();
     uint64_t disk_bytes = 0;
     for (const compiler::StoredArtifact& artifact : stored) disk_bytes += artifact.bytes;

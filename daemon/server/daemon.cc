@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/compiler/python_for_torch.h"
 #include "daemon/hal/backend_factory.h"
 #include "daemon/hal/sim_plugin.h"
 #include "daemon/server/unimplemented_interceptor.h"
@@ -132,6 +133,22 @@ std::string CompilerWorkerScript(const CompilerSettings& settings) {
   return hal::InstalledBesideDaemon("neuron_compile_worker.py");
 }
 
+// The interpreters the compiler worker may run: [compiler] python when set,
+// else those that installed the torch the sim plugin loaded, then python3
+// from PATH.
+std::vector<std::string> CompilerPythons(const CompilerSettings& settings,
+                                         const hal::sim::SimPluginApi& plugin,
+                                         OsSysCalls& sys_calls) {
+  if (!settings.python.empty()) return {settings.python};
+  std::vector<std::string> pythons;
+  for (std::string& candidate : compiler::PythonCandidatesForTorch(plugin.torch_library_dir())) {
+    struct stat status {};
+    if (sys_calls.Stat(candidate, &status).ok()) pythons.push_back(std::move(candidate));
+  }
+  pythons.push_back("python3");
+  return pythons;
+}
+
 // The compiler of hot graphs, or null (graphs stay interpreted) when it is
 // turned off, its cache directory cannot be used, or there is no sim plugin
 // to run what it builds (with the torch `plugin` was built with).
@@ -155,11 +172,11 @@ std::unique_ptr<compiler::CompileService> MakeCompiler(
       compiler::CompileService::Create(
           compiler::CompileServiceOptions{
               .worker = compiler::WorkerOptions{
-                  .python = settings.python,
                   .script = CompilerWorkerScript(settings),
                   .scratch_dir = cache_dir + "/worker",
                   .timeout = absl::Seconds(settings.timeout_seconds),
                   .max_memory_bytes = settings.max_worker_memory_bytes},
+              .pythons = CompilerPythons(settings, **plugin, sys_calls),
               .cache = compiler::ArtifactCacheOptions{.directory = cache_dir,
                                                       .max_bytes = settings.max_cache_bytes},
               .compile_after_launches = settings.compile_after_launches,

@@ -40,6 +40,28 @@ struct PeerIdentity {
   uint32_t gid = 0;
 };
 
+// The daemon's compiler of hot graphs and its disk cache.
+struct CompilerInfo {
+  bool enabled = false;
+  uint64_t compile_after_launches = 0;
+  uint64_t builds = 0;
+  uint64_t failures = 0;
+  uint64_t disk_hits = 0;
+  uint64_t queued = 0;
+  uint64_t worker_starts = 0;
+  double build_seconds = 0;
+  // Why the compiler worker cannot be used, when it cannot.
+  std::string unavailable;
+  // A worker runs with the daemon's torch: `python`, with torch
+  // `worker_torch_version`. Neither ready nor unavailable: still starting.
+  bool ready = false;
+  std::string python;
+  std::string worker_torch_version;
+  uint64_t disk_entries = 0;
+  uint64_t disk_bytes = 0;
+  std::string disk_path;
+};
+
 struct HealthInfo {
   std::string state;  // "serving", "draining", "stopping"
   std::string daemon_version;
@@ -51,6 +73,8 @@ struct HealthInfo {
   PeerIdentity caller;
   // Cores that stopped, by host-wide index: why. The daemon serves the rest.
   std::map<uint32_t, std::string> failed_cores;
+  // Whether graphs can be compiled (no disk figures).
+  CompilerInfo compiler;
 
   bool serving() const { return state == "serving"; }
   // Serving with every core working.
@@ -96,23 +120,6 @@ struct CachedExecutable {
   // On the simulator: the host threads its launches use (1, or every
   // thread); 0 while not decided.
   uint32_t host_threads = 0;
-};
-
-// The daemon's compiler of hot graphs and its disk cache.
-struct CompilerInfo {
-  bool enabled = false;
-  uint64_t compile_after_launches = 0;
-  uint64_t builds = 0;
-  uint64_t failures = 0;
-  uint64_t disk_hits = 0;
-  uint64_t queued = 0;
-  uint64_t worker_starts = 0;
-  double build_seconds = 0;
-  // Why the compiler worker cannot be used, when it cannot.
-  std::string unavailable;
-  uint64_t disk_entries = 0;
-  uint64_t disk_bytes = 0;
-  std::string disk_path;
 };
 
 // The daemon's executable cache (`neuronctl cache`).

@@ -83,6 +83,7 @@ HealthInfo FromProto(const v1::HealthResponse& health) {
   for (const v1::CoreInfo& core : health.failed_cores()) {
     info.failed_cores[core.index()] = core.fault();
   }
+  info.compiler = FromProto(health.compiler());
   return info;
 }
 
@@ -116,8 +117,23 @@ SessionInfo FromProto(const v1::SessionInfo& session) {
   return info;
 }
 
+CompilerInfo FromProto(const v1::CompilerInfo& compiler) {
+  return CompilerInfo{.enabled = compiler.enabled(),
+                      .compile_after_launches = compiler.compile_after_launches(),
+                      .builds = compiler.builds(),
+                      .failures = compiler.failures(),
+                      .disk_hits = compiler.disk_hits(),
+                      .queued = compiler.queued(),
+                      .worker_starts = compiler.worker_starts(),
+                      .build_seconds = compiler.build_seconds(),
+                      .unavailable = compiler.unavailable(),
+                      .ready = compiler.ready(),
+                      .python = compiler.python(),
+                      .worker_torch_version = compiler.worker_torch_version(),
+                      .disk_entries = compiler.disk_entries()};
+}
+
 CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
-  const v1::CompilerInfo& compiler = cache.compiler();
   CacheInfo info{.entries = cache.entries(),
                  .memory_bytes = cache.memory_bytes(),
                  .held_entries = cache.held_entries(),
@@ -127,19 +143,9 @@ CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
                  .evictions = cache.evictions(),
                  .max_bytes = cache.max_bytes(),
                  .max_bytes_per_user = cache.max_bytes_per_user(),
-                 .compiler = CompilerInfo{.enabled = compiler.enabled(),
-                                          .compile_after_launches =
-                                              compiler.compile_after_launches(),
-                                          .builds = compiler.builds(),
-                                          .failures = compiler.failures(),
-                                          .disk_hits = compiler.disk_hits(),
-                                          .queued = compiler.queued(),
-                                          .worker_starts = compiler.worker_starts(),
-                                          .build_seconds = compiler.build_seconds(),
-                                          .unavailable = compiler.unavailable(),
-                                          .disk_entries = compiler.disk_entries(),
-                                          .disk_bytes = cache.disk_bytes(),
-                                          .disk_path = cache.disk_path()}};
+                 .compiler = FromProto(cache.compiler())};
+  info.compiler.disk_bytes = cache.disk_bytes();
+  info.compiler.disk_path = cache.disk_path();
   for (const v1::CachedExecutable& executable : cache.executables()) {
     info.executables.push_back(CachedExecutable{
         .executable_id = executable.executable_id(),

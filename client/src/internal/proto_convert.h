@@ -20,6 +20,7 @@ SessionInfo FromProto(const neuron::rtd::v1::SessionInfo& session);
 CoreStats FromProto(const neuron::rtd::v1::CoreStats& core);
 Stats FromProto(const neuron::rtd::v1::GetStatsResponse& response);
 GrantInfo FromProto(const neuron::rtd::v1::GrantInfo& grant);
+CompilerInfo FromProto(const neuron::rtd::v1::CompilerInfo& compiler);
 CacheInfo FromProto(const neuron::rtd::v1::GetCacheInfoResponse& cache);
 // "serving", "draining", "stopping".
 std::string StateName(neuron::rtd::v1::ServingState state);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,7 +29,7 @@
 namespace neuron::rtd::hal::sim {
 
 // Raised whenever the table or a type it passes changes meaning.
-inline constexpr uint32_t kSimPluginAbiVersion = 1;
+inline constexpr uint32_t kSimPluginAbiVersion = 2;
 // The plugin's one exported symbol: `const SimPluginApi* (void)`.
 inline constexpr char kSimPluginEntryPoint[] = "neuron_rtd_sim_plugin_v1";
 inline constexpr char kSimPluginFileName[] = "libneuron_rtd_sim.so";
@@ -42,6 +43,9 @@ struct SimPluginApi {
   // The torch the kernels run with ("2.13.0"): compiled graphs must be
   // built by the same.
   const char* torch_version;
+  // The directory of the libtorch the plugin loaded (".../torch/lib"): the
+  // compiler worker's interpreter is the one that installed it.
+  std::string (*torch_library_dir)();
   // sim::CreateSimBackend.
   absl::StatusOr<std::unique_ptr<Backend>> (*create_backend)(const SimOptions& options,
                                                             OsSysCalls& sys_calls);

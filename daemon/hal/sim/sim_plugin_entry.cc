@@ -1,5 +1,9 @@
 // libneuron_rtd_sim.so's one exported symbol (sim_plugin_api.h).
+#include <c10/core/CPUAllocator.h>
+#include <dlfcn.h>
 #include <torch/headeronly/version.h>
+
+#include <filesystem>
 
 #include "daemon/hal/sim/aten_kernels.h"
 #include "daemon/hal/sim/sim_backend.h"
@@ -16,10 +20,22 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const SimOptions& options
   return std::unique_ptr<Backend>(*std::move(backend));
 }
 
+std::string TorchLibraryDir() {
+  Dl_info library{};
+  if (::dladdr(reinterpret_cast<void*>(&c10::GetCPUAllocator), &library) == 0 ||
+      library.dli_fname == nullptr) {
+    return "";
+  }
+  std::error_code error;
+  const std::filesystem::path path = std::filesystem::weakly_canonical(library.dli_fname, error);
+  return error ? "" : path.parent_path().string();
+}
+
 constexpr SimPluginApi kApi{
     .abi_version = kSimPluginAbiVersion,
     .build_id = NEURON_RTD_VERSION,
     .torch_version = TORCH_VERSION,
+    .torch_library_dir = TorchLibraryDir,
     .create_backend = CreateBackend,
     .prepare_host_executable = PrepareHostExecutable,
     .reduce_in_arenas = ReduceInArenas,

@@ -25,6 +25,23 @@ TEST(NeuronctlFormatTest, IndexRanges) {
   EXPECT_EQ(FormatIndexRanges({3, 0, 2}), "0,2-3");
 }
 
+TEST(NeuronctlFormatTest, HealthSaysWhetherGraphsCanBeCompiled) {
+  neuronrt::HealthInfo health{.state = "serving", .daemon_version = "1.0", .backend = "sim"};
+  EXPECT_THAT(HealthText(health, "unix:/s"), HasSubstr("  compiler: off\n"));
+  health.compiler.enabled = true;
+  EXPECT_THAT(HealthText(health, "unix:/s"), HasSubstr("compiler: starting its worker"));
+  health.compiler.ready = true;
+  health.compiler.python = "/venv/bin/python3.11";
+  health.compiler.worker_torch_version = "2.13.0+cpu";
+  EXPECT_THAT(HealthText(health, "unix:/s"),
+              HasSubstr("compiler: ready (/venv/bin/python3.11, torch 2.13.0+cpu)"));
+  EXPECT_EQ(HealthJson(health, "unix:/s")["compiler"]["python"], "/venv/bin/python3.11");
+  health.compiler.ready = false;
+  health.compiler.unavailable = "no Python interpreter has this daemon's torch 2.13.0";
+  EXPECT_THAT(HealthText(health, "unix:/s"),
+              HasSubstr("compiler: cannot compile: no Python interpreter has"));
+}
+
 neuronrt::DeviceInfo Device() {
   neuronrt::DeviceInfo device;
   device.index = 1;

@@ -155,7 +155,7 @@ TEST(ConfigTest, CompilerSettings) {
   absl::StatusOr<DaemonConfig> defaults = ParseConfig("", "c.toml");
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->compiler.compile_after_launches, 2u);
-  EXPECT_EQ(defaults->compiler.python, "python3");
+  EXPECT_EQ(defaults->compiler.python, "");  // found from the sim plugin's libtorch
   EXPECT_EQ(defaults->compiler.cache_dir, "");
   EXPECT_EQ(defaults->compiler.timeout_seconds, 600u);
   absl::StatusOr<DaemonConfig> config = ParseConfig(

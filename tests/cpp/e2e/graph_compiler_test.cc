@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace neuron {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 rtd::TensorLayout Layout(std::vector<int64_t> sizes, std::vector<int64_t> strides,
                          uint32_t address) {
@@ -48,16 +50,31 @@ rtd::GraphPlan Graph(std::string name) {
   return graph;
 }
 
+// sum(a, 0, keepdim) expanded to a's shape, to address 2: a destination with
+// a stride-0 dimension (an expansion), which holds one row.
+rtd::GraphPlan ExpandedGraph(std::string name) {
+  rtd::GraphPlan graph;
+  graph.name = std::move(name);
+  graph.inputs = {Layout({2, 2}, {2, 1}, 0)};
+  graph.nodes = {
+      Node("aten::sum", "dim_IntList",
+           {rtd::GraphValue{0}, std::vector<int64_t>{0}, true, rtd::NoneValue{}}),  // 1
+      Node("aten::expand", "", {rtd::GraphValue{1}, std::vector<int64_t>{2, 2}, false})};  // 2
+  graph.outputs = {rtd::GraphOutput{.value = rtd::GraphValue{2},
+                                    .destination = Layout({2, 2}, {0, 1}, 1)}};
+  return graph;
+}
+
 class GraphCompilerTest : public ::testing::Test {
  protected:
-  void StartDaemon(std::vector<std::string> args) {
+  void StartDaemon(std::vector<std::string> args, const testing::Environment& env = {}) {
     stream_.reset();
     admin_.reset();
     session_.reset();
     daemon_.reset();
     socket_ = dir_.Join("rtd.sock");
     args.insert(args.end(), {"--socket", socket_, "--compiler-cache-dir", dir_.Join("cache")});
-    auto daemon = testing::StartDaemon(args);
+    auto daemon = testing::StartDaemon(args, env);
     ASSERT_TRUE(daemon.ok()) << daemon.status();
     daemon_ = *std::move(daemon);
     auto session = neuronrt::Session::Open({.client = {.address = "unix:" + socket_}});
@@ -92,6 +109,18 @@ class GraphCompilerTest : public ::testing::Test {
     }
     ADD_FAILURE() << "executable " << id << " is not listed";
     return {};
+  }
+
+  // Waits (a deadline, not a delay) until the daemon has looked for its
+  // compiler worker's interpreter.
+  neuronrt::CompilerInfo AwaitCompilerWorker() {
+    const absl::Time deadline = absl::Now() + absl::Minutes(5);
+    neuronrt::CompilerInfo compiler = admin_->Health()->compiler;
+    while (!compiler.ready && compiler.unavailable.empty() && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(50));
+      compiler = admin_->Health()->compiler;
+    }
+    return compiler;
   }
 
   // Waits (a deadline, not a delay) until the graph's compile state is no
@@ -135,7 +164,7 @@ TEST_F(GraphCompilerTest, AHotGraphRunsCompiledAndItsPackageOutlivesTheDaemon) {
   LaunchAndCheck(again);
   const neuronrt::CacheInfo info = *admin_->GetCacheInfo();
   EXPECT_EQ(info.compiler.disk_hits, 1u);
-  EXPECT_EQ(info.compiler.worker_starts, 0u);
+  EXPECT_EQ(info.compiler.builds, 0u);
   EXPECT_EQ(info.compiler.disk_entries, 1u);
 
   // neuronctl cache clear --disk removes it.
@@ -144,13 +173,34 @@ TEST_F(GraphCompilerTest, AHotGraphRunsCompiledAndItsPackageOutlivesTheDaemon) {
   EXPECT_EQ(admin_->GetCacheInfo()->compiler.disk_entries, 0u);
 }
 
+TEST_F(GraphCompilerTest, ADaemonStartedByHandFindsThePythonOfItsTorch) {
+  const std::string venv = std::filesystem::path(NEURON_PYTHON).parent_path().parent_path();
+  const std::string path_without_torch = dir_.Join("bin");
+  std::filesystem::create_directory(path_without_torch);
+  std::filesystem::create_symlink("/bin/false", path_without_torch + "/python3");
+  StartDaemon({"--compile-after-launches", "1"}, {{"PATH", path_without_torch + ":/usr/bin:/bin"}});
+  const neuronrt::CompilerInfo compiler = AwaitCompilerWorker();
+  ASSERT_TRUE(compiler.ready) << compiler.unavailable;
+  EXPECT_THAT(compiler.python, StartsWith(venv + "/bin/python3"));
+  EXPECT_THAT(compiler.worker_torch_version, StartsWith("2."));
+  const uint64_t id = *session_->LoadGraph(Graph("found"));
+  LaunchAndCheck(id);
+  EXPECT_EQ(AwaitCompileOutcome(id).compile_state, "compiled");
+}
+
 TEST_F(GraphCompilerTest, AWorkerThatCannotStartLeavesGraphsInterpreted) {
   StartDaemon({"--compile-after-launches", "1", "--compiler-python", "/nonexistent/python3"});
+  // Said at start, before any graph.
+  const neuronrt::CompilerInfo compiler = AwaitCompilerWorker();
+  EXPECT_FALSE(compiler.ready);
+  EXPECT_THAT(compiler.unavailable, HasSubstr("no Python interpreter has this daemon's torch"));
+  EXPECT_THAT(compiler.unavailable, HasSubstr("/nonexistent/python3"));
   const uint64_t id = *session_->LoadGraph(Graph("cold"));
   LaunchAndCheck(id);
   const neuronrt::CachedExecutable status = AwaitCompileOutcome(id);
   EXPECT_EQ(status.tier, 0u);
-  EXPECT_THAT(status.compile_state, HasSubstr("interpreted (the compiler worker"));
+  EXPECT_THAT(status.compile_state,
+              HasSubstr("interpreted (no Python interpreter has this daemon's torch"));
   EXPECT_THAT(admin_->GetCacheInfo()->compiler.unavailable, HasSubstr("did not start"));
   LaunchAndCheck(id);
 }
