@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torch_neuronx
 
 
@@ -234,16 +235,16 @@ def test_an_operators_error_raises_at_the_call_with_the_cpus_type():
     torch.testing.assert_close((x.to("neuron") + 1).cpu(), x + 1)
 
 
-def test_the_default_backend_on_neuron_tensors_says_to_use_neuron():
+def test_inductor_reached_another_way_on_neuron_tensors_says_to_use_neuron():
     with pytest.raises(Exception, match='backend="neuron"'):
-        torch.compile(lambda x: x.sin() + 1)(torch.randn(4, device="neuron"))
+        torch._dynamo.optimize("inductor")(lambda x: x.sin() + 1)(torch.randn(4, device="neuron"))
 
 
 def test_backend_arguments_are_checked():
     function = torch.compile(lambda x: x + 1, backend="neuron", mode="max-autotune")
     assert function(torch.ones(2, device="neuron")).cpu().tolist() == [2, 2]
-    with pytest.raises(Exception, match="takes no options"):
-        torch.compile(lambda x: x + 2, backend="neuron", options={"unknown": 1})(
+    with pytest.raises(Exception, match="unknown mode"):
+        torch.compile(lambda x: x + 2, backend="neuron", mode="fastest")(
             torch.ones(2, device="neuron"))
 
 
@@ -266,15 +267,71 @@ def test_flex_attention_compiles_and_matches_its_eager_result():
     torch.testing.assert_close(result.cpu(), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_a_cpu_only_compile_starts_no_daemon(run_python, tmp_path):
+DEFAULT_BACKEND = """
+import torch, torch.nn as nn, torch_neuronx
+torch.manual_seed(0)
+reference = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+model.load_state_dict(reference.state_dict())
+model.to("neuron")
+compiled = torch.compile(model)
+x = torch.randn(5, 8)
+out = compiled(x.to("neuron"))
+out.sum().backward()
+expected = reference(x)
+expected.sum().backward()
+torch.testing.assert_close(out.cpu(), expected)
+torch.testing.assert_close(model[0].weight.grad.cpu(), reference[0].weight.grad)
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, features):
+        return self.linear(features).relu()
+
+other = Head()
+with torch.no_grad():
+    expected = other(out.cpu())
+    other.to("neuron").compile(options={"epilogue_fusion": True, "max_autotune": True})
+    torch.testing.assert_close(other(out).cpu(), expected)
+print("graphs", [graph["name"].split("_")[0] for graph in torch_neuronx.compiled_graphs()])
+"""
+
+
+def test_torch_compile_without_a_backend_compiles_neuron_graphs_with_the_neuron_backend(
+        run_python):
+    result = run_python(DEFAULT_BACKEND)
+    assert result.returncode == 0, result.stderr
+    assert "graphs ['forward', 'backward', 'inference']" in result.stdout
+    assert result.stderr.count("graphs on neuron compile with the neuron backend") == 1
+    # Inductor's options that tune its code generators: named once, not refused.
+    assert result.stderr.count("ignores TorchInductor's options ['epilogue_fusion']") == 1
+
+
+def test_the_neuron_backend_checks_inductors_options_as_inductor_does():
+    with pytest.raises(RuntimeError, match="Unexpected optimization option no_such_option"):
+        torch.compile(lambda a: a + 1, backend="neuron",
+                      options={"no_such_option": 1})(torch.ones(2, device="neuron"))
+    with pytest.raises(RuntimeError, match="Unexpected type of attr max_autotune"):
+        torch.compile(lambda a: a + 2, backend="neuron",
+                      options={"max_autotune": "yes"})(torch.ones(2, device="neuron"))
+
+
+def test_a_cpu_only_compile_goes_to_inductor_and_starts_no_daemon(run_python, tmp_path):
     result = run_python(
         "import torch, torch_neuronx\n"
-        "f = torch.compile(lambda x: (x * 2).sin() + 1, backend='aot_eager')\n"
+        "import torch._dynamo.utils\n"
+        "f = torch.compile(lambda x: (x * 2).sin() + 1)\n"
         "print(f(torch.ones(3)).tolist())\n"
+        "print('inductor', sum(torch._dynamo.utils.counters['inductor'].values()) > 0)\n"
+        "print('neuron graphs', torch_neuronx.compiled_graphs())\n"
         "print(torch_neuronx._C._is_initialized())\n",
         env={"NEURON_RTD_ADDRESS": f"unix:{tmp_path}/nothing.sock",
              "NEURON_RTD_AUTOSTART": "1"})
     assert result.returncode == 0, result.stderr
+    assert "inductor True" in result.stdout
+    assert "neuron graphs []" in result.stdout
     assert result.stdout.splitlines()[-1] == "False"
     assert not (tmp_path / "nothing.sock").exists()
     assert "started a per-user" not in result.stderr

@@ -138,7 +138,9 @@ def _register():
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
     from torch_neuronx import _distributed, _flex_attention, _meta_kernels
+    from torch_neuronx._dynamo import _default_backend
 
+    _default_backend.route_neuron_graphs()
     _meta_kernels.defer_dynamo_import()
     _flex_attention.enable()
     _distributed.register()

@@ -4,7 +4,8 @@ neuron-rtd as graph executables, one launch per graph and call.
 
 Registered through the ``torch_dynamo_backends`` entry point, so it is
 imported only when the name "neuron" is first looked up: ``import torch``
-never imports ``torch._dynamo``.
+never imports ``torch._dynamo``. torch.compile's default backend sends
+graphs on neuron here too (_default_backend.py).
 
 Shapes are static, as on Trainium: a graph is specialized to its inputs'
 sizes and strides, and a new shape compiles again (once per shape).
@@ -19,9 +20,11 @@ _log = logging.getLogger(__name__)
 _graph_numbers = itertools.count()
 # Every graph compiled in this process, in order (compiled_graphs()).
 _graphs = []
+# TorchInductor options already named in a warning.
+_ignored_options = set()
 
 # `mode=` values torch.compile knows; on neuron they all compile the same way.
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_MODES = (None, "default", "lite", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 def _compiler(role):
@@ -119,19 +122,47 @@ def _specializing(gm, backend):
     return run
 
 
-def neuron_backend(gm, example_inputs, options=None, mode=None, **kwargs):
-    """The ``neuron`` TorchDynamo backend."""
-    if options:
-        raise ValueError(
-            f"torch.compile(backend='neuron') takes no options; got {sorted(options)}")
-    if mode not in _MODES:
-        raise ValueError(f"torch.compile(backend='neuron'): unknown mode {mode!r}")
-    if kwargs:
-        raise TypeError(f"the neuron backend takes no arguments {sorted(kwargs)}")
+def _ignore_inductor_options(options):
+    """TorchInductor's options tune its code generators; none changes how a
+    neuron graph compiles. Each is named once in a warning: scripts pass
+    them (max_autotune, epilogue_fusion, ...) and must still run."""
+    new = sorted(set(options) - _ignored_options)
+    if new:
+        _ignored_options.update(new)
+        logging.getLogger("torch_neuronx").warning(
+            "torch.compile on neuron ignores TorchInductor's options %s: they tune "
+            "TorchInductor's code generators, which neuron graphs do not use", new)
+
+
+def compile_for_neuron(gm, example_inputs, inductor_config=None):
+    """Compiles a Dynamo graph for neuron: the ``neuron`` backend, and what
+    torch.compile's default backend calls for graphs on neuron
+    (_default_backend.py). ``inductor_config``: the TorchInductor options
+    torch.compile derived from its mode and options (those a mode implies
+    are accepted silently)."""
+    if inductor_config:
+        from torch._inductor import list_mode_options
+
+        implied = {key for options in list_mode_options().values() for key in options}
+        _ignore_inductor_options(set(inductor_config) - implied)
     backend = _aot_backend()
     if _has_symbols(example_inputs):
         return _specializing(gm, backend)
     return backend(gm, example_inputs)
+
+
+def neuron_backend(gm, example_inputs, options=None, mode=None, **kwargs):
+    """The ``neuron`` TorchDynamo backend. ``options`` are TorchInductor's,
+    checked as torch.compile checks them for TorchInductor (RuntimeError for
+    an unknown name or a value of the wrong type), then ignored."""
+    if mode not in _MODES:
+        raise ValueError(f"torch.compile(backend='neuron'): unknown mode {mode!r}")
+    if kwargs:
+        raise TypeError(f"the neuron backend takes no arguments {sorted(kwargs)}")
+    if options:
+        torch._TorchCompileInductorWrapper(None, options, None)
+        _ignore_inductor_options(options)
+    return compile_for_neuron(gm, example_inputs)
 
 
 def compiled_graphs():
@@ -158,4 +189,4 @@ def compiled_graphs():
     return listed
 
 
-__all__ = ["compiled_graphs", "neuron_backend"]
+__all__ = ["compile_for_neuron", "compiled_graphs", "neuron_backend"]

@@ -3,17 +3,19 @@
 Inductor generates Triton or C++ for the devices it knows; for a
 PrivateUse1 device it looks up ``Scheduling`` and the wrapper code
 generators on the device module (``torch.neuron``), which hands out these
-when asked. Without them a ``torch.compile(model)`` of a model on neuron
-failed with ``KeyError: 'neuron'`` deep in inductor. Imported only by
+when asked. Without them a graph on neuron that reaches inductor (other
+than through torch.compile, which routes it to the neuron backend) failed
+with ``KeyError: 'neuron'`` deep in inductor. Imported only by
 inductor's lookup, so ``import torch`` stays cheap.
 """
 
 from torch._inductor.codegen.common import DeviceOpOverrides, register_device_op_overrides
 
 MESSAGE = (
-    "torch.compile's default backend (TorchInductor) cannot generate code for the neuron "
-    "device: compile with torch.compile(model, backend=\"neuron\"), or call "
-    "torch.compiler.set_default_backend(\"neuron\") once before compiling")
+    "TorchInductor cannot generate code for the neuron device: torch.compile(model) sends "
+    "graphs on neuron to the neuron backend, but this graph reached TorchInductor another way "
+    "(torch._dynamo.optimize(\"inductor\"), compile_fx, AOTInductor); compile it with "
+    "backend=\"neuron\"")
 
 
 class _RefuseEveryAttribute(type):
