@@ -93,6 +93,17 @@ def test_forward_and_backward_are_one_launch_each():
     assert all(graph["client_nodes"] == [] for graph in graphs)
 
 
+def test_histc_on_integers_runs_in_a_graph_as_in_eager():
+    # Mixtral's router counts tokens per expert so; the CPU kernel refuses
+    # integers, CUDA's does not.
+    tokens = torch.randint(0, 8, (64,), dtype=torch.int32)
+    count = torch.compile(lambda t: torch.histc(t, bins=8, min=0, max=7), backend="neuron")
+    counted = count(tokens.to("neuron"))
+    assert counted.dtype == torch.int32
+    torch.testing.assert_close(counted.cpu(),
+                               torch.histc(tokens.float(), bins=8, min=0, max=7).int())
+
+
 def test_batch_norm_updates_its_running_statistics_as_in_eager():
     torch.manual_seed(0)
     reference = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())

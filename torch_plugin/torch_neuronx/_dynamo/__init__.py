@@ -36,10 +36,12 @@ def _compiler(role):
     from torch_neuronx._dynamo._rng_state import rewrite
 
     def compile_graph(gm, example_inputs):
+        from torch_neuronx._dynamo import _cuda_dtypes
         from torch_neuronx._dynamo._nki_expansion import expand
 
         name = f"{role}_{next(_graph_numbers)}"
         rewrite(gm)
+        _cuda_dtypes.rewrite(gm)
         expand(gm)
         nodes = sum(1 for node in gm.graph.nodes if node.op == "call_function")
         listing = {"name": name, "nodes": nodes, "client_nodes": []}
