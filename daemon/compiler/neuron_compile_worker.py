@@ -75,6 +75,16 @@ def _argument(tagged, values):
     return tagged[1]
 
 
+
+def _collapsed(layout):
+    """An output's destination as the compiled graph takes it: its expanded
+    dimensions (stride 0, as expand() makes them) of size 1, so that it has
+    no element twice (the daemon passes it so: graph_executable.cc)."""
+    sizes = [1 if stride == 0 and size > 1 else size
+             for size, stride in zip(layout["sizes"], layout["strides"])]
+    return {**layout, "sizes": sizes}
+
+
 def build(graph):
     """The graph as an FX GraphModule taking its inputs, then one buffer per
     output, returning nothing; and example inputs of the right layouts."""
@@ -109,6 +119,12 @@ def build(graph):
                               for j in range(length))
     for output, destination in zip(graph["outputs"], destinations):
         value = values[output["value"]]
+        # An expanded output (a stride-0 dimension) holds one element along
+        # that dimension: its destination comes collapsed to 1 there
+        # (_collapsed), and the value is written once.
+        for dim, (size, stride) in enumerate(zip(output["sizes"], output["strides"])):
+            if stride == 0 and size > 1:
+                value = g.call_function(torch.ops.aten.slice.Tensor, (value, dim, 0, 1))
         if _dtype(output["dtype"]) == torch.bool:
             # Inductor's CPU code stores a bool vector element by element
             # through a temporary (PyTorch 2.13: 6.6 ms for 1M elements);
@@ -122,13 +138,16 @@ def build(graph):
     g.output(())
     module = fx.GraphModule(torch.nn.Module(), g)
     examples = []
-    for layout in (*graph["inputs"], *graph["outputs"]):
+    for layout in (*graph["inputs"], *map(_collapsed, graph["outputs"])):
         dtype = _dtype(layout["dtype"])
         tensor = torch.empty_strided(layout["sizes"], layout["strides"], dtype=dtype)
+        # Filled through its storage: an expanded layout (a stride-0
+        # dimension) refuses writes through itself.
+        storage = torch.empty(0, dtype=dtype).set_(tensor.untyped_storage())
         if dtype.is_floating_point or dtype.is_complex:
-            tensor.uniform_()
+            storage.uniform_()
         else:
-            tensor.zero_()
+            storage.zero_()
         examples.append(tensor)
     return module, examples
 

@@ -93,6 +93,86 @@ def test_forward_and_backward_are_one_launch_each():
     assert all(graph["client_nodes"] == [] for graph in graphs)
 
 
+def _base_and_views(x):
+    y = x + 1
+    return y, y[:, :2], y.view(-1)
+
+
+def _views_before_their_base(x):
+    y = x.sin()
+    return y.t(), y[1], y
+
+
+@pytest.mark.parametrize("function", [_base_and_views, _views_before_their_base])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_outputs_that_alias_each_other_stay_aliased_as_in_eager(function, requires_grad):
+    # AOTAutograd leaves outputs that need no gradient to the graph: a
+    # mutation of one after the call must show in the others, as in eager.
+    x = torch.arange(20.0).reshape(4, 5).requires_grad_(requires_grad)
+    compiled = torch.compile(function, backend="neuron")
+    for _ in range(2):  # the first launch is synchronous, the next ones not
+        expected = [out.detach() for out in function(x)]
+        outs = [out.detach() for out in compiled(x.detach().to("neuron").requires_grad_(
+            requires_grad))]
+        base = len(outs) - 1 if function is _views_before_their_base else 0
+        outs[base].mul_(10)
+        expected[base].mul_(10)
+        for out, want in zip(outs, expected):
+            torch.testing.assert_close(out.cpu(), want)
+
+
+def _compiled_and_eager(function, *inputs):
+    """function's results and its inputs' gradients, compiled on neuron and
+    eager on the CPU."""
+    runs = []
+    for device, run in (("neuron", torch.compile(function, backend="neuron")),
+                        ("cpu", function)):
+        leaves = [value.detach().to(device).requires_grad_(value.requires_grad)
+                  for value in inputs]
+        out = run(*leaves)
+        if out.requires_grad:
+            out.square().sum().backward()
+        runs.append([out.detach().cpu()] + [leaf.grad.cpu() for leaf in leaves
+                                             if leaf.grad is not None])
+    return runs
+
+
+def test_results_the_meta_and_cpu_kernels_size_apart_do_not_stop_a_graph():
+    # embedding_bag outside max mode: the meta kernel gives its maximum
+    # indices 0 elements, the CPU kernel one per bag; batch norm in
+    # inference: the CPU kernel leaves the saved statistics empty.
+    indices, offsets = torch.tensor([1, 2, 4, 5, 4, 3]), torch.tensor([0, 3])
+
+    def bag(weight):
+        return F.embedding_bag(indices.to(weight.device), weight, offsets.to(weight.device),
+                               mode="mean")
+
+    def inference_norm(x, weight):
+        return torch.ops.aten.native_batch_norm(
+            x, weight, None, torch.zeros(4, device=x.device), torch.ones(4, device=x.device),
+            False, 0.1, 1e-5)[0]
+
+    for function, inputs in ((bag, [torch.randn(10, 3, requires_grad=True)]),
+                             (inference_norm, [torch.randn(3, 4, requires_grad=True),
+                                               torch.randn(4, requires_grad=True)])):
+        compiled, eager = _compiled_and_eager(function, *inputs)
+        assert len(compiled) == len(eager)
+        for got, want in zip(compiled, eager):
+            torch.testing.assert_close(got, want)
+
+
+def test_expanded_results_are_written_once():
+    # F.normalize's backward, and an output that is an expansion of an
+    # intermediate: a destination with a stride-0 dimension.
+    compiled, eager = _compiled_and_eager(lambda x: F.normalize(x, dim=-1),
+                                          torch.randn(3, 5, requires_grad=True))
+    for got, want in zip(compiled, eager):
+        torch.testing.assert_close(got, want)
+    expand = torch.compile(lambda x: x.sum(0, keepdim=True).expand(4, 5), backend="neuron")
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(expand(x.to("neuron")).cpu(), x.sum(0, keepdim=True).expand(4, 5))
+
+
 def test_histc_on_integers_runs_in_a_graph_as_in_eager():
     # Mixtral's router counts tokens per expert so; the CPU kernel refuses
     # integers, CUDA's does not.

@@ -20,6 +20,17 @@
 namespace neuron::rtd::hal::sim {
 namespace {
 
+// An expanded output (a stride-0 dimension, as expand() makes it) as the
+// graph writes it: size 1 along those dimensions, so that no element is
+// written twice (copy_ refuses such writes). The compiler worker compiles
+// graphs for destinations of this shape (neuron_compile_worker.py).
+at::Tensor CollapseExpandedDims(at::Tensor tensor) {
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    if (tensor.stride(d) == 0 && tensor.size(d) > 1) tensor = tensor.narrow(d, 0, 1);
+  }
+  return tensor;
+}
+
 using internal::ArgumentSource;
 using internal::PreparedCall;
 
@@ -180,11 +191,27 @@ absl::Status GraphExecutable::Interpret(HbmArena& arena, std::span<const uint64_
           "graph '%s' output %d (value %d) is undefined", plan.name, i, output.value.id));
     }
     if (!destination->sizes().equals(result.sizes())) {
+      // A placeholder result that PyTorch's meta kernels (which planned the
+      // graph) and ATen's CPU kernels (which run it) size apart, one of
+      // them empty: embedding_bag's maximum indices outside max mode, batch
+      // norm's saved statistics in inference. It carries nothing either
+      // way; eager mode matches the two for single operators.
+      if (destination->numel() == 0) continue;
+      if (result.numel() == 0) {
+        destination->zero_();
+        continue;
+      }
       return absl::InvalidArgumentError(absl::StrFormat(
           "graph '%s' output %d has sizes %s; the executable expects %s", plan.name, i,
           c10::str(result.sizes()), c10::str(destination->sizes())));
     }
-    destination->copy_(result);
+    // An expanded output holds one element along its expanded dimensions:
+    // written once, not once per index.
+    at::Tensor value = result;
+    for (int64_t d = 0; d < destination->dim(); ++d) {
+      if (destination->stride(d) == 0 && destination->size(d) > 1) value = value.narrow(d, 0, 1);
+    }
+    CollapseExpandedDims(*destination).copy_(value);
   }
   return absl::OkStatus();
 }
@@ -221,7 +248,7 @@ absl::Status GraphExecutable::RunCompiled(const CompiledPackage& package, HbmAre
   for (const GraphOutput& output : plan.outputs) {
     absl::StatusOr<at::Tensor> tensor = internal::WrapLayout(arena, output.destination, bindings);
     if (!tensor.ok()) return tensor.status();
-    tensors.push_back(*std::move(tensor));
+    tensors.push_back(CollapseExpandedDims(*std::move(tensor)));
   }
   try {
     package.Run(std::move(tensors));

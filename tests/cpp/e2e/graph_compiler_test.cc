@@ -173,6 +173,25 @@ TEST_F(GraphCompilerTest, AHotGraphRunsCompiledAndItsPackageOutlivesTheDaemon) {
   EXPECT_EQ(admin_->GetCacheInfo()->compiler.disk_entries, 0u);
 }
 
+TEST_F(GraphCompilerTest, AnExpandedOutputIsWrittenOnceOnBothTiers) {
+  StartDaemon({"--compile-after-launches", "1", "--compiler-python", NEURON_PYTHON});
+  const uint64_t id = *session_->LoadGraph(ExpandedGraph("expanded"));
+  auto launch_and_check = [&] {
+    const std::vector<float> a = {1, -2, 3, 4};
+    ASSERT_TRUE(stream_->CopyToDevice(At(0), a.data(), 16).ok());
+    const uint64_t addresses[] = {At(0), At(16)};
+    ASSERT_TRUE(stream_->Launch(id, addresses, {}).ok());
+    std::vector<float> row(2);
+    ASSERT_TRUE(stream_->CopyToHost(row.data(), At(16), 8).ok());
+    EXPECT_EQ(row, (std::vector<float>{4, 2}));
+  };
+  launch_and_check();  // interpreted
+  ASSERT_EQ(AwaitCompileOutcome(id).compile_state, "compiled");
+  launch_and_check();  // compiled
+}
+
+// As the README starts it: no --compiler-python, and python3 on PATH has no
+// torch. The daemon takes the interpreter that installed its libtorch.
 TEST_F(GraphCompilerTest, ADaemonStartedByHandFindsThePythonOfItsTorch) {
   const std::string venv = std::filesystem::path(NEURON_PYTHON).parent_path().parent_path();
   const std::string path_without_torch = dir_.Join("bin");

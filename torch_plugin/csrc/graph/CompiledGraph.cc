@@ -61,6 +61,11 @@ std::shared_ptr<CompiledGraph> CompiledGraph::Load(rtd::GraphPlan plan,
   }
   plan.outputs.clear();
   for (const GraphResult& result : results) {
+    TORCH_CHECK(result.kind != GraphResult::Kind::kOutputView ||
+                    (result.output < results.size() &&
+                     results[result.output].kind == GraphResult::Kind::kComputed),
+                "graph '", plan.name, "': result ", result.output,
+                " is not a computed result another can view");
     if (result.kind != GraphResult::Kind::kComputed) continue;
     plan.outputs.push_back(rtd::GraphOutput{
         .value = rtd::GraphValue{result.value},
@@ -128,9 +133,15 @@ std::vector<at::Tensor> CompiledGraph::Run(const std::vector<at::Tensor>& inputs
       case GraphResult::Kind::kInputView:
         results.push_back(ViewOf(inputs[result.input], result.meta));
         break;
+      case GraphResult::Kind::kOutputView:
       case GraphResult::Kind::kNone:
         results.emplace_back();
         break;
+    }
+  }
+  for (size_t i = 0; i < results_.size(); ++i) {
+    if (results_[i].kind == GraphResult::Kind::kOutputView) {
+      results[i] = ViewOf(results[results_[i].output], results_[i].meta);
     }
   }
   if (executable_id_ == 0) return results;

@@ -1,8 +1,8 @@
 // A graph torch.compile captured, loaded into neuron-rtd as one graph
 // executable and run by one LAUNCH per call: the client allocates the
 // outputs with the caching allocator and queues the launch on the current
-// stream (asynchronous, as an eager operator); outputs that alias inputs are
-// made here as views, never sent to the daemon.
+// stream (asynchronous, as an eager operator); outputs that alias inputs or
+// other outputs are made here as views, never sent to the daemon.
 #ifndef TORCH_NEURONX_CSRC_GRAPH_COMPILED_GRAPH_H_
 #define TORCH_NEURONX_CSRC_GRAPH_COMPILED_GRAPH_H_
 
@@ -33,11 +33,16 @@ struct GraphResult {
     kComputed,   // graph value `value`, written by the launch into new memory
     kInput,      // input `input` itself
     kInputView,  // a view of input `input` (meta's sizes, strides, offset)
+    // A view of result `output`, a kComputed one whose memory is its
+    // storage's (meta's sizes, strides, offset): outputs that alias each
+    // other stay aliased, as in eager.
+    kOutputView,
     kNone,
   };
   Kind kind = Kind::kNone;
   uint32_t value = 0;
   uint32_t input = 0;
+  uint32_t output = 0;
   TensorMeta meta;
 };
 

@@ -84,6 +84,11 @@ GraphResult ResultOf(const py::handle& description) {
                        .input = py::cast<uint32_t>(fields[1]),
                        .meta = MetaOf(fields[2])};
   }
+  if (kind == "output_view") {
+    return GraphResult{.kind = GraphResult::Kind::kOutputView,
+                       .output = py::cast<uint32_t>(fields[1]),
+                       .meta = MetaOf(fields[2])};
+  }
   TORCH_CHECK(kind == "none", "unknown graph result kind '", kind, "'");
   return GraphResult{};
 }

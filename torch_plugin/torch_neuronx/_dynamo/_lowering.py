@@ -357,6 +357,34 @@ def lower(gm, example_inputs, name):
     return load(plan_graph(gm, example_inputs, name))
 
 
+def _storage_owners(returned):
+    """Outputs that alias each other (a tensor and views of it, the same
+    value twice) must come back aliased, as in eager: AOTAutograd leaves
+    that to the compiled graph when they need no gradient. For each storage
+    that several outputs share, the first output that spans all of it (its
+    memory is exactly the storage's); the others are made as its views.
+    Storages no output spans keep an output each."""
+    from torch._prims_common import is_non_overlapping_and_dense_or_false
+
+    sharing = {}
+    for position, value in enumerate(returned):
+        if value is not None and value.op != "placeholder":
+            storage = StorageWeakRef(value.meta["val"].untyped_storage())
+            sharing.setdefault(storage, []).append(position)
+    owners = {}
+    for storage, positions in sharing.items():
+        if len(positions) < 2:
+            continue
+        for position in positions:
+            tensor = returned[position].meta["val"]
+            if (tensor.storage_offset() == 0 and is_non_overlapping_and_dense_or_false(tensor)
+                    and tensor.numel() * tensor.element_size()
+                    == tensor.untyped_storage().nbytes()):
+                owners[storage] = position
+                break
+    return owners
+
+
 def plan_graph(gm, example_inputs, name):
     """`gm` (every node supported) as a GraphPlan; Unsupported otherwise."""
     graph = _Graph()
@@ -432,22 +460,30 @@ def plan_graph(gm, example_inputs, name):
         graph.random = graph.random or torch.Tag.nondeterministic_seeded in target.tags
     output = next(node for node in gm.graph.nodes if node.op == "output")
     returned = output.args[0]
-    results = []
-    for value in returned if isinstance(returned, (tuple, list)) else (returned,):
+    returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    for value in returned:
         if value is None:
-            results.append(("none",))
             continue
         if not isinstance(value, fx.Node) or value in constants:
             raise Unsupported(f"an output {value!r}")
-        tensor = value.meta.get("val")
-        if not isinstance(tensor, torch.Tensor):
-            raise Unsupported(f"an output of type {type(tensor).__name__}")
+        if not isinstance(value.meta.get("val"), torch.Tensor):
+            raise Unsupported(f"an output of type {type(value.meta.get('val')).__name__}")
+    owners = _storage_owners(returned)
+    results = []
+    for position, value in enumerate(returned):
+        if value is None:
+            results.append(("none",))
+            continue
+        tensor = value.meta["val"]
         if value.op == "placeholder":
             results.append(("input", structure[value]))
             continue
-        aliased = storages.get(StorageWeakRef(tensor.untyped_storage()))
+        storage = StorageWeakRef(tensor.untyped_storage())
+        aliased = storages.get(storage)
         if aliased is not None:
             results.append(("view", aliased, _meta(tensor)))
+        elif owners.get(storage, position) != position:
+            results.append(("output_view", owners[storage], _meta(tensor)))
         else:
             results.append(("computed", structure[value], _meta(tensor)))
     return GraphPlan(name, device or 0, graph.inputs, graph.nodes, results, graph.random,
