@@ -257,6 +257,44 @@ def test_simulate_updates_written_arguments_in_place():
     torch.testing.assert_close(out, x.sin())
 
 
+@nki.jit
+def _row_sums_as_views(x):
+    """Returns its outputs as views: a reshape (as nki-library's
+    cascaded_max does) and a column slice."""
+    sums = nl.ndarray((1, x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    pair = nl.ndarray((x.shape[0], 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    total = nl.sum(tile, axis=1, keepdims=True)
+    nl.store(sums, nl.transpose(total))
+    nl.store(pair[:, 0:1], total)
+    nl.store(pair[:, 1:2], total)
+    return sums.reshape((2, x.shape[0] // 2, 1)), pair[:, 1:2]
+
+
+@torch_neuronx.nki_op("nki_test::row_sums_as_views", mutates_args={})
+def row_sums_as_views(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return _row_sums_as_views(x)
+
+
+@pytest.mark.parametrize("how", ["simulate", "numpy", "device", "compiled"])
+def test_a_kernel_returns_the_views_it_returned(how):
+    x = torch.randn(8, 64)
+    expected = x.sum(dim=1, keepdim=True)
+    if how == "simulate":
+        reshaped, column = nki.simulate(_row_sums_as_views)(x)
+    elif how == "numpy":
+        reshaped, column = nki.simulate(_row_sums_as_views)(x.numpy())
+        reshaped, column = torch.from_numpy(reshaped), torch.from_numpy(column.copy())
+    elif how == "device":
+        reshaped, column = (t.cpu() for t in _row_sums_as_views(x.to("neuron")))
+    else:
+        compiled = torch.compile(row_sums_as_views, backend="neuron", fullgraph=True)
+        reshaped, column = (t.cpu() for t in compiled(x.to("neuron")))
+    assert reshaped.shape == (2, 4, 1) and column.shape == (8, 1)
+    torch.testing.assert_close(reshaped, expected.reshape(2, 4, 1))
+    torch.testing.assert_close(column, expected)
+
+
 def test_a_tile_read_before_it_is_written_holds_nan():
     @nki.jit
     def kernel(x):

@@ -10,6 +10,7 @@ import itertools
 import threading
 import time
 
+import numpy as np
 import torch
 import torch._compile
 
@@ -88,7 +89,10 @@ class TracedKernel:
         self.name = name
         self.trace = trace
         self.arguments = arguments
-        self.outputs = outputs
+        # The allocations returned, and the view of each the kernel returned
+        # (shape, strides, offset in elements: `out.reshape(...)`).
+        self.outputs = [allocation for allocation, _ in outputs]
+        self.output_views = [view for _, view in outputs]
         self.returns = returns
         # _C._nki_plan's arguments (plain data), and the plan made of them.
         self.description = description
@@ -141,11 +145,28 @@ class TracedKernel:
         return hbm, results
 
     def result(self, outputs):
+        """What the kernel returns, given its returned allocations' tensors
+        (torch or NumPy): each as the view the kernel returned of it."""
         if self.returns == "none":
             return None
+        outputs = [_returned_view(tensor, view) for tensor, view in zip(outputs, self.output_views)]
         if self.returns == "single":
             return outputs[0]
         return tuple(outputs)
+
+
+def _returned_view(tensor, view):
+    shape, strides, offset = view
+    if isinstance(tensor, np.ndarray):
+        if tuple(tensor.shape) == shape and offset == 0 and \
+                tuple(s // tensor.itemsize for s in tensor.strides) == strides:
+            return tensor
+        flat = tensor.reshape(-1)[offset:]
+        return np.lib.stride_tricks.as_strided(
+            flat, shape, tuple(s * tensor.itemsize for s in strides), writeable=True)
+    if tuple(tensor.shape) == shape and tensor.stride() == strides and offset == 0:
+        return tensor
+    return tensor.as_strided(shape, strides, tensor.storage_offset() + offset)
 
 
 # nki.jit's mode= (the legacy API's; the current one picks by argument
@@ -325,8 +346,9 @@ class Kernel:
                     "err_unsupported_memory", f"kernel '{self.__name__}' returns tile "
                     f"'{allocation.name}' in {allocation.space}: returned outputs are "
                     "nl.shared_hbm tensors", allocation.location)
+            view = (value.shape, value.strides, value.offset)
             if allocation.role == "argument":
-                outputs.append(allocation)
+                outputs.append((allocation, view))
                 continue
             if allocation.buffer is not _trace.shared_hbm and self.legacy:
                 # The legacy API let a kernel return an nl.hbm tensor.
@@ -340,7 +362,7 @@ class Kernel:
                 raise NkiValidationError(
                     "err_tensor_output_not_written_to", f"output tensor '{allocation.name}' of "
                     f"kernel '{self.__name__}' is never written", allocation.location)
-            outputs.append(allocation)
+            outputs.append((allocation, view))
         return outputs, "single" if single else "tuple"
 
     def _emit_call(self, traced, tensors, originals):
@@ -361,6 +383,10 @@ class Kernel:
         return traced.result(outputs)
 
     def _launch(self, traced, tensors):
+        return traced.result(self._run_on_device(traced, tensors))
+
+    def _run_on_device(self, traced, tensors):
+        """One launch; the returned allocations' tensors."""
         from torch_neuronx import _C
         if tensors:
             device = tensors[0].device
@@ -376,18 +402,16 @@ class Kernel:
         traced.launched = True
         if traced.prints:
             _print.print_values(traced, hbm)
-        return traced.result(self._argument_results(traced, tensors, outputs))
+        return self._argument_results(traced, tensors, outputs)
 
     def _launch_numpy(self, traced, tensors, numpy_arguments):
         """A run on the device for NumPy arrays (nki.baremetal): copies in,
         one launch, HBM arguments the kernel wrote copied back in place."""
         on_device = [t.to("neuron") if t.device.type == "cpu" else t for t in tensors]
-        results = self._launch(traced, on_device)
+        outputs = self._run_on_device(traced, on_device)
         written = {a.argument for a in traced.written_allocations if a.role == "argument"}
         for index in written:
             tensors[index].copy_(on_device[index].cpu())
-        outputs = results if traced.returns == "tuple" else [results] \
-            if traced.returns == "single" else []
         converted = [_dtypes.to_numpy(tensors[a.argument] if a.role == "argument" else o.cpu(),
                                       a.dtype)
                      for o, a in zip(outputs, traced.outputs)]
