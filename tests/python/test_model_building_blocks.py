@@ -157,6 +157,22 @@ def test_cpu_index_and_mask_tensors_index_a_neuron_tensor_as_on_cuda():
     assert actual.sum().item() == expected.sum().item()
 
 
+def test_index_arguments_on_the_cpu_are_taken_by_index_operators():
+    p = torch.arange(24.0).reshape(4, 6)
+    d = p.to("neuron")
+    rows, columns = torch.tensor([3, 0]), torch.tensor([[1], [0], [5], [2]])
+    torch.testing.assert_close(d.index_fill(0, rows, float("inf")).cpu(),
+                               p.index_fill(0, rows, float("inf")))
+    torch.testing.assert_close(d.index_select(1, rows).cpu(), p.index_select(1, rows))
+    torch.testing.assert_close(d.gather(1, columns).cpu(), p.gather(1, columns))
+    # Operators whose own checks want one device (index_add_) and out=
+    # arguments on the CPU are refused, as on CUDA.
+    with pytest.raises(RuntimeError, match="expected to be in the same device"):
+        d.index_add(0, rows, d[:2])
+    with pytest.raises(RuntimeError, match="expected every tensor on neuron"):
+        torch.sort(d, out=(torch.empty(0), torch.empty(0, dtype=torch.long)))
+
+
 def test_nonzero_into_an_out_tensor_and_as_a_tuple():
     x = torch.tensor([[0, 1, 0], [2, 0, 3]])
     d = x.to("neuron")

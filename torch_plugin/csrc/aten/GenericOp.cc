@@ -45,7 +45,7 @@ using internal::CallWalker;
 using internal::InfoFor;
 using internal::LaunchInSlices;
 using internal::MetaOutcome;
-using internal::MoveCpuScalars;
+using internal::MoveCpuScalarsAndIndices;
 using internal::OpInfo;
 using internal::RunMeta;
 using internal::ToMetaStack;
@@ -385,7 +385,7 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   Stack arguments(stack->end() - argument_count, stack->end());
   std::optional<c10::DeviceIndex> device = CallDevice(info, arguments);
   TORCH_CHECK(device.has_value(), info.qualified, ": no neuron tensor among its arguments");
-  MoveCpuScalars(info, *device, arguments);
+  MoveCpuScalarsAndIndices(info, *device, arguments);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *device));
   LaunchedCall call = LaunchArguments(op, info, *device, arguments, run_meta);
   switch (call.outcome) {

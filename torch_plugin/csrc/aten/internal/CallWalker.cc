@@ -28,10 +28,11 @@ std::optional<c10::DeviceIndex> CallDevice(const OpInfo& info, const Stack& argu
   return from_device_argument;
 }
 
-void MoveCpuScalars(const OpInfo& info, c10::DeviceIndex device, Stack& arguments) {
+void MoveCpuScalarsAndIndices(const OpInfo& info, c10::DeviceIndex device, Stack& arguments) {
   const c10::Device target(c10::DeviceType::PrivateUse1, device);
-  auto move = [&](const at::Tensor& tensor) -> std::optional<at::Tensor> {
-    if (tensor.defined() && tensor.device().is_cpu() && tensor.dim() == 0) {
+  auto move = [&](const at::Tensor& tensor,
+                  bool is_index = false) -> std::optional<at::Tensor> {
+    if (tensor.defined() && tensor.device().is_cpu() && (tensor.dim() == 0 || is_index)) {
       return tensor.to(target);
     }
     return std::nullopt;
@@ -39,7 +40,7 @@ void MoveCpuScalars(const OpInfo& info, c10::DeviceIndex device, Stack& argument
   for (size_t i = 0; i < arguments.size(); ++i) {
     c10::IValue& value = arguments[i];
     if (info.kinds[i] == ArgKind::kTensor && value.isTensor()) {
-      if (auto moved = move(value.toTensor())) value = *moved;
+      if (auto moved = move(value.toTensor(), info.is_index[i])) value = *moved;
     } else if (info.kinds[i] == ArgKind::kTensorList) {
       c10::List<at::Tensor> list = value.toTensorList();
       for (size_t j = 0; j < list.size(); ++j) {

@@ -262,9 +262,11 @@ class CallWalker {
 std::optional<c10::DeviceIndex> CallDevice(const OpInfo& info, const Stack& arguments);
 
 // CPU tensors of zero dimensions (a Python number wrapped by ATen, a
-// torch.tensor(1.0)) are accepted next to device tensors, as CUDA does: they
-// are copied to the device.
-void MoveCpuScalars(const OpInfo& info, c10::DeviceIndex device, Stack& arguments);
+// torch.tensor(1.0)) are accepted next to device tensors, as CUDA does, and
+// so are index arguments on the CPU (`x.index_fill(0, cpu_index, v)`, as the
+// CPU takes them and as indexing takes CPU indices): they are copied to the
+// device.
+void MoveCpuScalarsAndIndices(const OpInfo& info, c10::DeviceIndex device, Stack& arguments);
 
 }  // namespace torch_neuronx::internal
 

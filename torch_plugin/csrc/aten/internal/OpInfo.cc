@@ -189,11 +189,13 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
   for (const c10::Argument& argument : schema.arguments()) {
     const ArgKind kind = KindOf(argument.real_type());
     info->kinds.push_back(kind);
+    const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+    info->is_index.push_back(kind == ArgKind::kTensor && !written &&
+                             (argument.name() == "index" || argument.name() == "indices"));
     if (kind == ArgKind::kUnsupported && info->unsupported.empty()) {
       info->unsupported = absl::StrFormat("argument %s of type %s", argument.name(),
                                           argument.real_type()->str());
     }
-    const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
     if (written) (argument.kwarg_only() ? writes_out_argument : writes_in_place) = true;
     if ((kind == ArgKind::kTensor || kind == ArgKind::kTensorList ||
          kind == ArgKind::kOptionalTensorList) &&

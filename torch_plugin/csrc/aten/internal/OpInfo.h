@@ -43,6 +43,9 @@ bool IsTensorListType(const c10::TypePtr& type);
 struct OpInfo {
   std::string qualified;  // "aten::add.Tensor"
   std::vector<ArgKind> kinds;
+  // Per argument: a tensor read as `index` or `indices` (index_fill,
+  // index_select, gather, take, ...), which may come from the CPU.
+  std::vector<bool> is_index;
   // Why the daemon cannot run it; empty when it can.
   std::string unsupported;
   // Returns alias inputs without writing them (view, transpose, ...).
