@@ -37,6 +37,23 @@ def test_index_errors_have_the_cpus_type():
     assert torch.zeros(3, device="neuron").sum().item() == 0
 
 
+def _cpu_error(call, *tensors):
+    with pytest.raises(RuntimeError) as cpu:
+        call(*tensors)
+    return str(cpu.value)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: torch.addcdiv(t, t, t),
+    lambda t: torch.addcdiv(t, t, t, out=t),
+    lambda t: t.addcdiv_(t, t),
+], ids=["functional", "out", "in_place"])
+def test_addcdiv_on_integers_raises_the_cpus_message(call):
+    t = torch.tensor(1)
+    expected = _cpu_error(call, t)
+    assert _cpu_error(call, t.to("neuron")) == expected
+
+
 def test_an_error_on_a_side_stream_does_not_reach_the_default_stream():
     weight = torch.randn(5, 3, device="neuron")
     F.embedding(torch.tensor([1], device="neuron"), weight)
