@@ -6,6 +6,7 @@ ellipses and lists around an index tensor. Each is compared with a CPU twin
 holding the same weights: outputs, every gradient and the updated buffers."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -155,6 +156,22 @@ def test_cpu_index_and_mask_tensors_index_a_neuron_tensor_as_on_cuda():
     with pytest.raises(RuntimeError, match="Index put requires the source and destination"):
         actual.index_put_((rows,), torch.tensor([1, 2], dtype=torch.int32, device="neuron"))
     assert actual.sum().item() == expected.sum().item()
+
+
+def test_a_byte_mask_warns_once_per_use_as_on_the_cpu():
+    p = torch.arange(6.0)
+    mask = torch.tensor([1, 0, 1, 0, 0, 1], dtype=torch.uint8)
+
+    def warnings_of(x, m):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            x[m].cpu()
+            x.clone().index_put_((m,), torch.tensor(1.0, device=x.device), accumulate=True)
+        return [str(w.message).split(" (Triggered internally")[0] for w in caught]
+
+    expected = warnings_of(p, mask)
+    assert len(expected) == 2
+    assert warnings_of(p.to("neuron"), mask.to("neuron")) == expected
 
 
 def test_index_arguments_on_the_cpu_are_taken_by_index_operators():

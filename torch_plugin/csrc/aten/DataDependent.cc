@@ -11,6 +11,7 @@
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/index.h>
 #include <ATen/ops/index_select.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -60,6 +61,11 @@ c10::List<std::optional<at::Tensor>> MasksToIndices(
       expanded.push_back(index);
       continue;
     }
+    if (index->scalar_type() == at::kByte) {
+      // The CPU's and CUDA's words (ATen's expandTensors), once per use.
+      TORCH_WARN("indexing with dtype torch.uint8 is now deprecated,"
+                 " please use a dtype torch.bool instead.");
+    }
     const at::Tensor positions = Nonzero(*index);
     for (int64_t dim = 0; dim < index->dim(); ++dim) expanded.push_back(positions.select(1, dim));
   }
@@ -93,6 +99,26 @@ c10::List<std::optional<at::Tensor>> LaunchIndices(
   return moved;
 }
 
+// The CPU's first check of index_put_: the values broadcast to the shape
+// `self[indices]` has (found on meta tensors; masks are long indices here).
+void CheckValuesFitIndexingResult(const at::Tensor& self,
+                                  const c10::List<std::optional<at::Tensor>>& indices,
+                                  const at::Tensor& values) {
+  c10::List<std::optional<at::Tensor>> on_meta;
+  for (const std::optional<at::Tensor>& index : indices) {
+    if (index.has_value() && index->defined()) {
+      on_meta.push_back(at::empty(index->sizes(), index->options().device(at::kMeta)));
+    } else {
+      on_meta.push_back(index);
+    }
+  }
+  const at::Tensor result =
+      at::index(at::empty(self.sizes(), self.options().device(at::kMeta)), on_meta);
+  TORCH_CHECK(at::is_expandable_to(values.sizes(), result.sizes()),
+              "shape mismatch: value tensor of shape ", values.sizes(),
+              " cannot be broadcast to indexing result of shape ", result.sizes());
+}
+
 at::Tensor Index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
   static const c10::OperatorHandle index =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::index", "Tensor");
@@ -105,12 +131,16 @@ at::Tensor& IndexPut(at::Tensor& self, const c10::List<std::optional<at::Tensor>
                      const at::Tensor& values, bool accumulate, bool unsafe) {
   static const c10::OperatorHandle index_put =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::_index_put_impl_", "");
-  // The CPU's check, made at the call rather than when the launch fails.
-  TORCH_CHECK(values.scalar_type() == self.scalar_type(),
-              "Index put requires the source and destination dtypes match, got ",
-              self.scalar_type(), " for the destination and ", values.scalar_type(),
-              " for the source.");
-  torch::jit::Stack stack{self, LaunchIndices(self, indices), values, accumulate, unsafe};
+  c10::List<std::optional<at::Tensor>> launch_indices = LaunchIndices(self, indices);
+  // The CPU's checks, in its order, made at the call rather than when the
+  // launch fails (the launch's meta kernel checks no dtype).
+  if (values.scalar_type() != self.scalar_type()) {
+    CheckValuesFitIndexingResult(self, launch_indices, values);
+    TORCH_CHECK(false, "Index put requires the source and destination dtypes match, got ",
+                self.scalar_type(), " for the destination and ", values.scalar_type(),
+                " for the source.");
+  }
+  torch::jit::Stack stack{self, std::move(launch_indices), values, accumulate, unsafe};
   LaunchOnDevice(index_put, &stack);
   return self;
 }
