@@ -8,6 +8,7 @@ import datetime
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -249,15 +250,20 @@ def case_cpu_only(rank, world):
     installed."""
     from torch.distributed.device_mesh import init_device_mesh
 
+    # Each group below meets through a store of its own: re-initialising on
+    # the case's port, a rank could meet the store of the group before,
+    # which another rank has not yet destroyed.
+    stores = f"file://{tempfile.gettempdir()}/neuron-cpu-only-{os.getppid()}-" \
+        f"{os.environ['MASTER_PORT']}"
     dist.destroy_process_group()
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    dist.init_process_group("gloo", rank=rank, world_size=world, init_method=f"{stores}-gloo")
     mesh = init_device_mesh("cpu", (world,))
     tensor = torch.ones(2)
     dist.all_reduce(tensor, group=mesh.get_group())
     assert tensor.tolist() == [float(world)] * 2
     dist.destroy_process_group()
     # No backend named: the accelerator's, as on CUDA (where it is nccl).
-    dist.init_process_group(rank=rank, world_size=world)
+    dist.init_process_group(rank=rank, world_size=world, init_method=f"{stores}-default")
     on_neuron = torch.ones(2, device="neuron")
     dist.all_reduce(on_neuron)
     assert on_neuron.cpu().tolist() == [float(world)] * 2
