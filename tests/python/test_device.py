@@ -166,6 +166,35 @@ def test_float64_keeps_its_dtype_and_precision():
     assert torch.arange(3.0, device="neuron").double().sum().item() == 3.0
 
 
+@pytest.fixture
+def float64_default():
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int32, torch.int64])
+@pytest.mark.parametrize("call", [
+    lambda t: torch.div(t, 3.0),
+    lambda t: torch.true_divide(t, torch.arange(1, 6, device=t.device).to(t.dtype)),
+    lambda t: t + 2.5,
+    lambda t: torch.sqrt(t),
+    lambda t: t * 1j,
+    lambda t: torch.where(t > 0, t, 2.5),
+    lambda t: torch.div(t, 2.0, out=torch.empty(5, device=t.device)),
+], ids=["div", "true_divide", "add", "sqrt", "complex", "where", "out"])
+def test_integers_promote_to_a_float64_default_dtype_as_on_the_cpu(float64_default, call, dtype):
+    integers = torch.tensor([3, 0, 7, 1, 5]).to(dtype)
+    expected = call(integers)
+    actual = call(integers.to("neuron"))
+    assert actual.dtype == expected.dtype
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+    # In place, the result keeps its tensor's dtype and the CPU's error.
+    if dtype != torch.bool:
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            integers.to("neuron").div_(2.0)
+
+
 def test_print_and_item():
     x = torch.tensor([[1.0, -2.0], [3.0, 0.5]], device="neuron")
     text = repr(x)

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "csrc/aten/DeviceResultDtypes.h"
 #include "csrc/aten/internal/CallWalker.h"
+#include "csrc/aten/internal/DefaultDtype.h"
 #include "csrc/aten/internal/LongLists.h"
 #include "csrc/aten/internal/MetaTensors.h"
 #include "csrc/aten/internal/OpInfo.h"
@@ -42,11 +43,13 @@ constexpr internal::LaunchSize kLaunchLimit{.addresses = 192, .scalar_bytes = 10
 using internal::AppendRaw;
 using internal::CallDevice;
 using internal::CallWalker;
+using internal::DefaultDtypeIsNotDaemons;
 using internal::InfoFor;
 using internal::LaunchInSlices;
 using internal::MetaOutcome;
 using internal::MoveCpuScalarsAndIndices;
 using internal::OpInfo;
+using internal::PromoteIntegerInputsToDefaultDtype;
 using internal::RunMeta;
 using internal::ToMetaStack;
 
@@ -387,6 +390,7 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   TORCH_CHECK(device.has_value(), info.qualified, ": no neuron tensor among its arguments");
   MoveCpuScalarsAndIndices(info, *device, arguments);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *device));
+  PromoteIntegerInputsToDefaultDtype(op, info, arguments);
   LaunchedCall call = LaunchArguments(op, info, *device, arguments, run_meta);
   switch (call.outcome) {
     case LaunchOutcome::kTooManyTensors:
@@ -445,6 +449,8 @@ void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/,
 std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHandle& op,
                                                          const OpInfo& info, Stack& arguments) {
   if (!info.unsupported.empty() || info.is_view) return std::nullopt;
+  // The boxed path converts integer inputs to a default dtype not float32.
+  if (DefaultDtypeIsNotDaemons()) return std::nullopt;
   std::optional<c10::DeviceIndex> device;
   for (const c10::IValue& value : arguments) {
     if (!value.isTensor()) continue;
