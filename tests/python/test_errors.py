@@ -54,6 +54,21 @@ def test_addcdiv_on_integers_raises_the_cpus_message(call):
     assert _cpu_error(call, t.to("neuron")) == expected
 
 
+@pytest.mark.parametrize("index", [
+    lambda a: a[[0, 1], [0, 1, 2]],
+    lambda a: a.__setitem__(([0, 1], [0, 1, 2]), 0),
+    lambda a: a[False, [0, 1]],
+    lambda a: a[torch.tensor([], device=a.device)],
+], ids=["get_shapes", "set_shapes", "bool_and_list", "float_index"])
+def test_index_tensors_that_cannot_index_raise_the_cpus_index_error(index):
+    cpu = torch.zeros(5, 5)
+    with pytest.raises(IndexError) as expected:
+        index(cpu)
+    with pytest.raises(IndexError) as actual:
+        index(cpu.to("neuron"))
+    assert str(actual.value).split("\n")[0] == str(expected.value).split("\n")[0]
+
+
 def test_an_error_on_a_side_stream_does_not_reach_the_default_stream():
     weight = torch.randn(5, 3, device="neuron")
     F.embedding(torch.tensor([1], device="neuron"), weight)

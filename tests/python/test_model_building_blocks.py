@@ -154,7 +154,7 @@ def test_cpu_index_and_mask_tensors_index_a_neuron_tensor_as_on_cuda():
     torch.testing.assert_close(actual.cpu(), expected)
     # A value of another dtype is refused at the call, as on the CPU.
     with pytest.raises(RuntimeError, match="Index put requires the source and destination"):
-        actual.index_put_((rows,), torch.tensor([1, 2], dtype=torch.int32, device="neuron"))
+        actual.index_put_((rows,), torch.ones(6, dtype=torch.int32, device="neuron"))
     assert actual.sum().item() == expected.sum().item()
 
 

@@ -16,6 +16,10 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "csrc/aten/GenericOp.h"
 
 namespace torch_neuronx {
@@ -89,13 +93,49 @@ c10::List<std::optional<at::Tensor>> OnDeviceOf(
   return moved;
 }
 
-// The indices a launch takes: on self's device, masks as long indices.
+// `shape` broadcast with `sizes`, or nullopt when they do not broadcast.
+std::optional<std::vector<int64_t>> Broadcast(std::vector<int64_t> shape, at::IntArrayRef sizes) {
+  if (shape.size() < sizes.size()) shape.insert(shape.begin(), sizes.size() - shape.size(), 1);
+  const size_t skip = shape.size() - sizes.size();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    int64_t& dim = shape[skip + i];
+    if (dim == 1) {
+      dim = sizes[i];
+    } else if (sizes[i] != 1 && sizes[i] != dim) {
+      return std::nullopt;
+    }
+  }
+  return shape;
+}
+
+// The indices a launch takes: on self's device, masks as long indices;
+// checked first as ATen checks them, with its IndexError and its words
+// (the meta kernel raises others).
 c10::List<std::optional<at::Tensor>> LaunchIndices(
     const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  for (const std::optional<at::Tensor>& index : indices) {
+    if (!index.has_value() || !index->defined()) continue;
+    const at::ScalarType dtype = index->scalar_type();
+    TORCH_CHECK_INDEX(dtype == at::kLong || dtype == at::kInt || IsMask(*index),
+                      "tensors used as indices must be long, int, byte or bool tensors");
+  }
   c10::List<std::optional<at::Tensor>> moved = OnDeviceOf(self, indices);
   for (const std::optional<at::Tensor>& index : moved) {
-    if (index.has_value() && IsMask(*index)) return MasksToIndices(moved);
+    if (index.has_value() && IsMask(*index)) {
+      moved = MasksToIndices(moved);
+      break;
+    }
   }
+  std::optional<std::vector<int64_t>> shape = std::vector<int64_t>{};
+  std::string shapes;
+  for (const std::optional<at::Tensor>& index : moved) {
+    if (!index.has_value() || !index->defined()) continue;
+    if (shape) shape = Broadcast(*std::move(shape), index->sizes());
+    shapes += (shapes.empty() ? "" : ", ") + c10::str(index->sizes());
+  }
+  TORCH_CHECK_INDEX(shape.has_value(),
+                    "shape mismatch: indexing tensors could not be broadcast together with "
+                    "shapes ", shapes);
   return moved;
 }
 
