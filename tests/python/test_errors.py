@@ -69,6 +69,26 @@ def test_index_tensors_that_cannot_index_raise_the_cpus_index_error(index):
     assert str(actual.value).split("\n")[0] == str(expected.value).split("\n")[0]
 
 
+@pytest.mark.parametrize("sample, wrong", [
+    (lambda t: t.random_(0, 100), lambda t: t.random_(0, 100000)),
+    (lambda t: t.random_(0, 100), lambda t: t.random_(5, 2)),
+    (lambda t: t.float().uniform_(0, 1), lambda t: t.float().uniform_(2, 1)),
+    (lambda t: t.float().normal_(0, 1), lambda t: t.float().normal_(0, -1)),
+    (lambda t: t.float().exponential_(1), lambda t: t.float().exponential_(-1)),
+], ids=["random_bounds", "random_order", "uniform", "normal", "exponential"])
+def test_a_samplers_wrong_numbers_raise_at_the_call_as_on_the_cpu(sample, wrong):
+    cpu = torch.empty(8, dtype=torch.int16)
+    with pytest.raises(RuntimeError) as expected:
+        wrong(cpu)
+    device = cpu.to("neuron")
+    sample(device)  # the signature is known: its launches run asynchronously
+    with pytest.raises(RuntimeError) as actual:
+        wrong(device)
+    assert str(actual.value).split("\n")[0] == str(expected.value).split("\n")[0]
+    torch.neuron.synchronize()
+    assert sample(device).cpu().isfinite().all()
+
+
 def test_an_error_on_a_side_stream_does_not_reach_the_default_stream():
     weight = torch.randn(5, 3, device="neuron")
     F.embedding(torch.tensor([1], device="neuron"), weight)

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "csrc/aten/DeviceResultDtypes.h"
 #include "csrc/aten/internal/CallWalker.h"
+#include "csrc/aten/internal/CpuChecks.h"
 #include "csrc/aten/internal/DefaultDtype.h"
 #include "csrc/aten/internal/LongLists.h"
 #include "csrc/aten/internal/MetaTensors.h"
@@ -43,6 +44,7 @@ constexpr internal::LaunchSize kLaunchLimit{.addresses = 192, .scalar_bytes = 10
 using internal::AppendRaw;
 using internal::CallDevice;
 using internal::CallWalker;
+using internal::CheckNumbersAsTheCpuDoes;
 using internal::DefaultDtypeIsNotDaemons;
 using internal::InfoFor;
 using internal::LaunchInSlices;
@@ -389,6 +391,7 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   std::optional<c10::DeviceIndex> device = CallDevice(info, arguments);
   TORCH_CHECK(device.has_value(), info.qualified, ": no neuron tensor among its arguments");
   MoveCpuScalarsAndIndices(info, *device, arguments);
+  CheckNumbersAsTheCpuDoes(op, info, arguments);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *device));
   PromoteIntegerInputsToDefaultDtype(op, info, arguments);
   LaunchedCall call = LaunchArguments(op, info, *device, arguments, run_meta);

@@ -235,6 +235,13 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
                               name == "aten::arange" || name == "aten::range");
   info->seeds_default_generator =
       !has_generator && op.hasTag(at::Tag::nondeterministic_seeded);
+  // The CPU kernels of the in-place samplers check their numbers (bounds,
+  // ranges) before drawing; their meta kernels do not.
+  info->checks_numbers_on_cpu =
+      writes_in_place && has_generator &&
+      (name == "aten::random_" || name == "aten::uniform_" || name == "aten::normal_" ||
+       name == "aten::cauchy_" || name == "aten::log_normal_" || name == "aten::exponential_" ||
+       name == "aten::geometric_");
   bool all_new_tensors = !info->is_view && !schema.returns().empty();
   for (size_t i = 0; i < schema.returns().size(); ++i) {
     all_new_tensors &= info->return_argument[i] < 0 &&

@@ -64,6 +64,9 @@ struct OpInfo {
   bool out_keeps_shape_of_right_count = false;
   // Random without a Generator argument (native_dropout).
   bool seeds_default_generator = false;
+  // An in-place sampler (random_, uniform_, normal_, ...) whose numbers the
+  // CPU kernel checks (CheckNumbersAsTheCpuDoes).
+  bool checks_numbers_on_cpu = false;
   bool has_list_arguments = false;
   // The out= overload a functional operator runs as, when there is one.
   std::optional<c10::OperatorHandle> out_variant;
