@@ -69,6 +69,10 @@ def test_a_kernel_launch_is_asynchronous_on_the_current_stream():
     out = torch.empty_like(x)
     sin_cos.elementwise_tiled_kernel(x, out, nl.sin)          # first launch: waited for
     stream = torch_neuronx.Stream()
+    # As on CUDA, the side stream waits for what the current one queued (x,
+    # and out's first launch, which is asynchronous too once another test of
+    # this process launched the kernel).
+    stream.wait_stream(torch_neuronx.current_stream())
     with torch_neuronx.stream(stream):
         y = x * 2
         sin_cos.elementwise_tiled_kernel(y, out, nl.sin)
