@@ -342,6 +342,41 @@ absl::Status Session::Free(const DeviceBuffer& buffer) {
       core_->client().Call(&v1::Runtime::Stub::FreeSegment, request, "FreeSegment").status());
 }
 
+absl::StatusOr<std::string> Session::Share(const DeviceBuffer& buffer) {
+  v1::ExportSegmentRequest request;
+  request.set_session_id(core_->id());
+  request.set_segment_id(buffer.segment_id);
+  auto response =
+      core_->client().Call(&v1::Runtime::Stub::ExportSegment, request, "ExportSegment");
+  if (!response.ok()) return core_->SessionError(response.status());
+  return std::move(*response->mutable_handle());
+}
+
+absl::StatusOr<DeviceBuffer> Session::Import(std::string_view handle) {
+  v1::ImportSegmentRequest request;
+  request.set_session_id(core_->id());
+  request.set_handle(std::string(handle));
+  auto response =
+      core_->client().Call(&v1::Runtime::Stub::ImportSegment, request, "ImportSegment");
+  if (!response.ok()) return core_->SessionError(response.status());
+  return DeviceBuffer{.segment_id = response->segment_id(),
+                      .device_address = response->device_address(),
+                      .size = response->size_bytes(),
+                      .core = response->core()};
+}
+
+absl::StatusOr<std::vector<uint64_t>> Session::SharedSegmentsInUse(
+    const std::vector<uint64_t>& segment_ids) {
+  v1::SharedSegmentsInUseRequest request;
+  request.set_session_id(core_->id());
+  request.mutable_segment_ids()->Add(segment_ids.begin(), segment_ids.end());
+  auto response = core_->client().Call(&v1::Runtime::Stub::SharedSegmentsInUse, request,
+                                       "SharedSegmentsInUse");
+  if (!response.ok()) return core_->SessionError(response.status());
+  return std::vector<uint64_t>(response->in_use_segment_ids().begin(),
+                               response->in_use_segment_ids().end());
+}
+
 absl::Status Session::SetMemoryCap(uint32_t core, std::optional<uint64_t> cap_bytes) {
   v1::SetMemoryCapRequest request;
   request.set_session_id(core_->id());

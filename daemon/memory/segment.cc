@@ -30,6 +30,14 @@ absl::StatusOr<SegmentRef> SegmentTable::Remove(uint64_t segment_id) {
   return absl::NotFoundError(absl::StrFormat("no segment %d in this session", segment_id));
 }
 
+absl::StatusOr<SegmentRef> SegmentTable::Find(uint64_t segment_id) const {
+  absl::MutexLock lock(&mutex_);
+  for (const auto& [address, segment] : by_address_) {
+    if (segment->id() == segment_id) return segment;
+  }
+  return absl::NotFoundError(absl::StrFormat("no segment %d in this session", segment_id));
+}
+
 absl::StatusOr<SegmentRef> SegmentTable::Resolve(uint64_t address, uint64_t length) const {
   absl::MutexLock lock(&mutex_);
   auto it = by_address_.upper_bound(address);

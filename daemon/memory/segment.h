@@ -49,6 +49,9 @@ class SegmentTable {
   // resolve its addresses. NOT_FOUND when the session has no such segment.
   absl::StatusOr<SegmentRef> Remove(uint64_t segment_id);
 
+  // The segment of that id. NOT_FOUND when the session has no such segment.
+  absl::StatusOr<SegmentRef> Find(uint64_t segment_id) const;
+
   // The segment that holds all of [address, address + length).
   // INVALID_ARGUMENT naming the range when none of this session's does
   // (another session's memory included), or when it runs past the end of one.

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/common/random_bytes.h"
 #include "daemon/compiler/python_for_torch.h"
 #include "daemon/hal/backend_factory.h"
 #include "daemon/hal/sim_plugin.h"
@@ -203,6 +204,8 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
       compiler_(std::move(compiler)),
       backend_(std::move(backend)),
       memory_(*backend_),
+      segment_exports_(
+          [] { return RandomBytes(memory::kSegmentHandleBytes, "a segment handle"); }),
       executables_(*backend_,
                    exec::CacheLimits{.max_bytes = config.executables.max_cache_bytes,
                                      .max_bytes_per_user = config.executables.max_bytes_per_user}),
@@ -223,8 +226,8 @@ Daemon::Daemon(const DaemonConfig& config, OsSysCalls& sys_calls,
               [this](int fd, const PeerCredentials& peer) { data_plane_->Accept(fd, peer); }),
       admin_service_(*backend_, memory_, scheduler_, executables_, sessions_, communicators_,
                      peers_, status_, grants_, compiler_.get()),
-      runtime_service_(*backend_, memory_, executables_, sessions_, communicators_, peers_,
-                       grants_, "unix:" + DataPlanePath(listener_->path())) {}
+      runtime_service_(*backend_, memory_, segment_exports_, executables_, sessions_,
+                       communicators_, peers_, grants_, "unix:" + DataPlanePath(listener_->path())) {}
 
 Daemon::~Daemon() {
   if (server_) Shutdown(absl::ZeroDuration());

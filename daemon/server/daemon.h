@@ -16,6 +16,7 @@
 #include "daemon/hal/device.h"
 #include "daemon/exec/executable_cache.h"
 #include "daemon/memory/memory_manager.h"
+#include "daemon/memory/segment_exports.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/server/admin_service.h"
 #include "daemon/server/call_tracker.h"
@@ -73,6 +74,8 @@ class Daemon {
   std::unique_ptr<compiler::CompileService> compiler_;
   std::unique_ptr<hal::Backend> backend_;
   memory::MemoryManager memory_;
+  // Its entries only name segments (weakly): any order against the sessions.
+  memory::SegmentExports segment_exports_;
   exec::ExecutableCache executables_;
   queue::Scheduler scheduler_;
   // The fabric to other hosts' daemons (null when none is configured):

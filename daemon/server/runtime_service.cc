@@ -167,6 +167,70 @@ grpc::Status RuntimeService::FreeSegment(grpc::ServerContext* context,
   return ToGrpc((*session)->FreeSegment(request->segment_id()));
 }
 
+namespace {
+
+memory::SegmentOwner OwnerOf(const session::Session& session) {
+  return memory::SegmentOwner{
+      .uid = session.owner().uid,
+      .grant = session.grant() == nullptr ? std::string() : session.grant()->id()};
+}
+
+}  // namespace
+
+grpc::Status RuntimeService::ExportSegment(grpc::ServerContext* context,
+                                           const v1::ExportSegmentRequest* request,
+                                           v1::ExportSegmentResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  absl::StatusOr<memory::ExportedSegment> shared =
+      (*session)->FindSegmentToShare(request->segment_id());
+  if (!shared.ok()) return ToGrpc(shared.status());
+  absl::StatusOr<std::string> handle =
+      segment_exports_.Export(shared->segment, shared->core, OwnerOf(**session));
+  if (!handle.ok()) return ToGrpc(handle.status());
+  response->set_handle(*std::move(handle));
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::ImportSegment(grpc::ServerContext* context,
+                                           const v1::ImportSegmentRequest* request,
+                                           v1::ImportSegmentResponse* response) {
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  absl::StatusOr<memory::ExportedSegment> shared =
+      segment_exports_.Redeem(request->handle(), OwnerOf(**session));
+  if (!shared.ok()) return ToGrpc(shared.status());
+  if (absl::Status imported = (*session)->ImportSegment(*shared); !imported.ok()) {
+    return ToGrpc(imported);
+  }
+  response->set_segment_id(shared->segment->id());
+  response->set_device_address(shared->segment->range().address);
+  response->set_size_bytes(shared->segment->range().size);
+  response->set_core(shared->core);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::SharedSegmentsInUse(grpc::ServerContext* context,
+                                                 const v1::SharedSegmentsInUseRequest* request,
+                                                 v1::SharedSegmentsInUseResponse* response) {
+  constexpr int kMaxSegmentIds = 65536;
+  if (request->segment_ids_size() > kMaxSegmentIds) {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrFormat(
+        "%d segment ids asked about; at most %d", request->segment_ids_size(), kMaxSegmentIds)));
+  }
+  auto session = CallerSession(context, request->session_id());
+  if (!session.ok()) return ToGrpc(session.status());
+  for (uint64_t segment_id : request->segment_ids()) {
+    absl::StatusOr<memory::ExportedSegment> held = (*session)->FindSegmentToShare(segment_id);
+    if (!held.ok()) continue;
+    // The caller's table and `held` reference it.
+    if (segment_exports_.InUseElsewhere(segment_id, /*caller_references=*/2)) {
+      response->add_in_use_segment_ids(segment_id);
+    }
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status RuntimeService::SetMemoryCap(grpc::ServerContext* context,
                                           const v1::SetMemoryCapRequest* request,
                                           v1::SetMemoryCapResponse*) {

@@ -15,6 +15,7 @@
 #include "daemon/exec/executable_cache.h"
 #include "daemon/hal/device.h"
 #include "daemon/memory/memory_manager.h"
+#include "daemon/memory/segment_exports.h"
 #include "daemon/server/grant_registry.h"
 #include "daemon/server/peer_credentials.h"
 #include "daemon/session/session_manager.h"
@@ -27,11 +28,12 @@ namespace neuron::rtd {
 class RuntimeService final : public v1::Runtime::Service {
  public:
   RuntimeService(const hal::Backend& backend, const memory::MemoryManager& memory,
-                 exec::ExecutableCache& executables, session::SessionManager& sessions,
+                 memory::SegmentExports& segment_exports, exec::ExecutableCache& executables, session::SessionManager& sessions,
                  collectives::CommunicatorRegistry& communicators, const PeerRegistry& peers,
                  const GrantRegistry& grants, std::string data_plane_address)
       : backend_(backend),
         memory_(memory),
+        segment_exports_(segment_exports),
         executables_(executables),
         sessions_(sessions),
         communicators_(communicators),
@@ -52,6 +54,15 @@ class RuntimeService final : public v1::Runtime::Service {
                                v1::AllocateSegmentResponse* response) override;
   grpc::Status FreeSegment(grpc::ServerContext* context, const v1::FreeSegmentRequest* request,
                            v1::FreeSegmentResponse* response) override;
+  grpc::Status ExportSegment(grpc::ServerContext* context,
+                             const v1::ExportSegmentRequest* request,
+                             v1::ExportSegmentResponse* response) override;
+  grpc::Status ImportSegment(grpc::ServerContext* context,
+                             const v1::ImportSegmentRequest* request,
+                             v1::ImportSegmentResponse* response) override;
+  grpc::Status SharedSegmentsInUse(grpc::ServerContext* context,
+                                   const v1::SharedSegmentsInUseRequest* request,
+                                   v1::SharedSegmentsInUseResponse* response) override;
   grpc::Status CreateStream(grpc::ServerContext* context, const v1::CreateStreamRequest* request,
                             v1::CreateStreamResponse* response) override;
   grpc::Status DestroyStream(grpc::ServerContext* context, const v1::DestroyStreamRequest* request,
@@ -111,6 +122,7 @@ class RuntimeService final : public v1::Runtime::Service {
 
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;
+  memory::SegmentExports& segment_exports_;
   exec::ExecutableCache& executables_;
   session::SessionManager& sessions_;
   collectives::CommunicatorRegistry& communicators_;

@@ -91,7 +91,7 @@ SessionStats Session::stats() const {
   absl::MutexLock lock(&mutex_);
   uint64_t queued = 0;
   for (const auto& [id, stream] : streams_) queued += stream->QueuedCommands();
-  return SessionStats{.hbm_bytes = segments_.bytes(),
+  return SessionStats{.hbm_bytes = segments_.bytes() - imported_bytes_,
                       .streams = static_cast<uint32_t>(streams_.size()),
                       .commands_completed = commands_completed_.load(),
                       .commands_failed = commands_failed_.load(),
@@ -319,7 +319,7 @@ bool Session::Close(int32_t nrt_status, const std::string& reason) {
     if (queue.ok()) (*queue)->Detach(*stream);
   }
   segments_.TakeAll();
-  ReleaseGrantHbm();
+  ForgetSegments();
   std::map<uint64_t, exec::ExecutableHold> executables;
   {
     absl::MutexLock lock(&executables_mutex_);

@@ -21,6 +21,7 @@
 #include "daemon/exec/executable_cache.h"
 #include "daemon/memory/memory_manager.h"
 #include "daemon/memory/segment.h"
+#include "daemon/memory/segment_exports.h"
 #include "daemon/queue/execution_context.h"
 #include "daemon/queue/scheduler.h"
 #include "daemon/queue/stream.h"
@@ -104,7 +105,16 @@ class Session final : public queue::ExecutionContext,
   bool attached() const;
 
   absl::StatusOr<memory::SegmentRef> AllocateSegment(uint32_t core, uint64_t size);
+  // Frees one hold of the segment: the segment leaves the session with the
+  // last (its allocation, and each ImportSegment of it, is one).
   absl::Status FreeSegment(uint64_t segment_id);
+  // A segment of the session's to share, with the core whose HBM holds it.
+  absl::StatusOr<memory::ExportedSegment> FindSegmentToShare(uint64_t segment_id) const;
+  // Makes another session's segment one of this session's (one more hold
+  // when it is already). Its HBM stays charged to its owner: it counts
+  // against none of this session's caps and quotas. FAILED_PRECONDITION
+  // when its core's device is not among the session's.
+  absl::Status ImportSegment(const memory::ExportedSegment& shared);
   // Caps what the session may hold in segments of `core` (nullopt: no cap); see
   // MemoryCaps.
   absl::Status SetMemoryCap(uint32_t core, std::optional<uint64_t> cap_bytes);
@@ -170,8 +180,9 @@ class Session final : public queue::ExecutionContext,
   ProfileBuffer& profile() { return profile_; }
 
  private:
-  // A closed session holds nothing: its segments leave the grant's quota.
-  void ReleaseGrantHbm();
+  // A closed session holds nothing: its segments leave the grant's quota,
+  // and its records of imports and holds go.
+  void ForgetSegments();
 
   absl::Status CheckOpen() const;
   absl::Status CheckCore(uint32_t core) const;
@@ -219,6 +230,12 @@ class Session final : public queue::ExecutionContext,
   // The core and size each segment counts against in memory_caps_ (and in
   // the grant's quota).
   std::map<uint64_t, std::pair<uint32_t, uint64_t>> segment_cores_ ABSL_GUARDED_BY(mutex_);
+  // Segments of other sessions' this one imported: their cores, and bytes.
+  std::map<uint64_t, uint32_t> imported_cores_ ABSL_GUARDED_BY(mutex_);
+  uint64_t imported_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  // Holds beyond the first of a segment, by id (each import of a segment
+  // the session holds already).
+  std::map<uint64_t, uint64_t> extra_holds_ ABSL_GUARDED_BY(mutex_);
   std::deque<queue::StreamError> errors_ ABSL_GUARDED_BY(mutex_);
   // Apart from mutex_ (a stream may be let go while it is held). At most
   // kMaxRetiredTimelines, the oldest streams forgotten first.

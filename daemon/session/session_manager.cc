@@ -1,6 +1,5 @@
 #include "daemon/session/session_manager.h"
 
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "daemon/common/random_bytes.h"
 #include "neuron/rtd/abi/data_plane.h"
 
 namespace neuron::rtd::session {
@@ -20,20 +20,6 @@ bool TokensEqual(std::string_view expected, std::span<const uint8_t> given) {
     difference |= static_cast<uint8_t>(expected[i]) ^ given[i];
   }
   return difference == 0;
-}
-
-absl::StatusOr<std::string> RandomToken() {
-  std::string token(NEURON_RTD_ATTACH_TOKEN_BYTES, '\0');
-  size_t filled = 0;
-  while (filled < token.size()) {
-    const ssize_t got = ::getrandom(token.data() + filled, token.size() - filled, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return absl::ErrnoToStatus(errno, "getrandom for a session token");
-    }
-    filled += static_cast<size_t>(got);
-  }
-  return token;
 }
 
 }  // namespace
@@ -97,7 +83,7 @@ absl::StatusOr<OpenedSession> SessionManager::Open(const PeerCredentials& peer,
   constexpr size_t kMaxClientName = 256;
   if (client_name.size() > kMaxClientName) client_name.resize(kMaxClientName);
 
-  absl::StatusOr<std::string> token = RandomToken();
+  absl::StatusOr<std::string> token = RandomBytes(NEURON_RTD_ATTACH_TOKEN_BYTES, "a session token");
   if (!token.ok()) return token.status();
   uint64_t id;
   {

@@ -26,7 +26,7 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
     // Reserved before allocating, so that concurrent allocations cannot
     // together exceed the quota.
     absl::MutexLock lock(&mutex_);
-    const uint64_t in_use = segments_.bytes() + hbm_reserved_;
+    const uint64_t in_use = segments_.bytes() - imported_bytes_ + hbm_reserved_;
     if (size > limits_.max_hbm_bytes - std::min(limits_.max_hbm_bytes, in_use)) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "session %d's HBM quota: requested %d bytes, %d of %d bytes in use", id_, size,
@@ -53,13 +53,20 @@ absl::StatusOr<memory::SegmentRef> Session::AllocateSegment(uint32_t core, uint6
   std::move(unquota).Cancel();
   if (closed()) {
     segments_.TakeAll();
-    ReleaseGrantHbm();
+    ForgetSegments();
   }
   return segment;
 }
 
 absl::Status Session::FreeSegment(uint64_t segment_id) {
   if (absl::Status status = CheckOpen(); !status.ok()) return status;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (auto holds = extra_holds_.find(segment_id); holds != extra_holds_.end()) {
+      if (--holds->second == 0) extra_holds_.erase(holds);
+      return absl::OkStatus();
+    }
+  }
   absl::StatusOr<memory::SegmentRef> removed = segments_.Remove(segment_id);
   if (!removed.ok()) return removed.status();
   absl::MutexLock lock(&mutex_);
@@ -67,6 +74,50 @@ absl::Status Session::FreeSegment(uint64_t segment_id) {
     memory_caps_.Release(it->second.first, it->second.second);
     if (grant_ != nullptr) grant_->ReleaseHbm(it->second.second);
     segment_cores_.erase(it);
+  }
+  if (imported_cores_.erase(segment_id) != 0) imported_bytes_ -= (*removed)->range().size;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<memory::ExportedSegment> Session::FindSegmentToShare(uint64_t segment_id) const {
+  if (absl::Status status = CheckOpen(); !status.ok()) return status;
+  absl::StatusOr<memory::SegmentRef> segment = segments_.Find(segment_id);
+  if (!segment.ok()) return segment.status();
+  absl::MutexLock lock(&mutex_);
+  if (auto owned = segment_cores_.find(segment_id); owned != segment_cores_.end()) {
+    return memory::ExportedSegment{.segment = *std::move(segment), .core = owned->second.first};
+  }
+  if (auto imported = imported_cores_.find(segment_id); imported != imported_cores_.end()) {
+    return memory::ExportedSegment{.segment = *std::move(segment), .core = imported->second};
+  }
+  return absl::NotFoundError(absl::StrFormat("no segment %d in session %d", segment_id, id_));
+}
+
+absl::Status Session::ImportSegment(const memory::ExportedSegment& shared) {
+  if (absl::Status status = CheckOpen(); !status.ok()) return status;
+  const bool on_our_device = std::any_of(cores_.begin(), cores_.end(), [&](uint32_t core) {
+    absl::StatusOr<hal::Device*> device = scheduler_.DeviceOfCore(core);
+    return device.ok() && (*device)->info().index == shared.segment->device_index();
+  });
+  if (!on_our_device) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the shared segment is in the HBM of core %d, on a device none of session %d's cores "
+        "is on",
+        shared.core, id_));
+  }
+  const uint64_t segment_id = shared.segment->id();
+  absl::MutexLock lock(&mutex_);
+  if (segments_.Find(segment_id).ok()) {
+    ++extra_holds_[segment_id];
+    return absl::OkStatus();
+  }
+  segments_.Insert(shared.segment);
+  imported_cores_[segment_id] = shared.core;
+  imported_bytes_ += shared.segment->range().size;
+  if (closed()) {
+    // Close has emptied the table already, or will not see this segment.
+    segments_.TakeAll();
+    return CheckOpen();
   }
   return absl::OkStatus();
 }
@@ -118,12 +169,15 @@ absl::Status Session::UnregisterHostMemory(uint64_t host_memory_id) {
   return absl::OkStatus();
 }
 
-void Session::ReleaseGrantHbm() {
+void Session::ForgetSegments() {
   absl::MutexLock lock(&mutex_);
   for (const auto& [segment, core_and_bytes] : segment_cores_) {
     if (grant_ != nullptr) grant_->ReleaseHbm(core_and_bytes.second);
   }
   segment_cores_.clear();
+  imported_cores_.clear();
+  imported_bytes_ = 0;
+  extra_holds_.clear();
 }
 
 }  // namespace neuron::rtd::session

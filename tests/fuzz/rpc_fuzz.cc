@@ -180,6 +180,9 @@ class Harness {
         Unary("CreateGrant", admin, &v1::Admin::Stub::CreateGrant),
         Unary("DeleteGrant", admin, &v1::Admin::Stub::DeleteGrant),
         Unary("ListGrants", admin, &v1::Admin::Stub::ListGrants),
+        Unary("ExportSegment", runtime, &v1::Runtime::Stub::ExportSegment),
+        Unary("ImportSegment", runtime, &v1::Runtime::Stub::ImportSegment),
+        Unary("SharedSegmentsInUse", runtime, &v1::Runtime::Stub::SharedSegmentsInUse),
     };
   }
 

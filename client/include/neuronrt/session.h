@@ -183,6 +183,18 @@ class Session {
 
   absl::StatusOr<DeviceBuffer> Allocate(uint32_t core, uint64_t bytes);
   absl::Status Free(const DeviceBuffer& buffer);
+  // Sharing device memory with other processes of the same user: Share
+  // gives an opaque handle to one of the session's buffers (the same handle
+  // each time), and Import, in any session of that user, gives the buffer
+  // (Free it once per Import). The memory lives while any session holds it;
+  // a handle is worth nothing once every holder has freed it.
+  absl::StatusOr<std::string> Share(const DeviceBuffer& buffer);
+  absl::StatusOr<DeviceBuffer> Import(std::string_view handle);
+  // Of the segments given, those another process may still use: shared and
+  // not yet imported as often, or held by another session (at most 65536
+  // ids).
+  absl::StatusOr<std::vector<uint64_t>> SharedSegmentsInUse(
+      const std::vector<uint64_t>& segment_ids);
   // Caps the device memory this session may hold in segments of `core`
   // (nullopt: no cap), enforced by the daemon beside its own quota: Allocate
   // beyond it fails with RESOURCE_EXHAUSTED.
