@@ -137,13 +137,14 @@ def _register():
     _torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
     )
-    from torch_neuronx import _distributed, _flex_attention, _meta_kernels
+    from torch_neuronx import _distributed, _flex_attention, _meta_kernels, _multiprocessing
     from torch_neuronx._dynamo import _default_backend
 
     _default_backend.route_neuron_graphs()
     _meta_kernels.defer_dynamo_import()
     _flex_attention.enable()
     _distributed.register()
+    _multiprocessing.register()
 
 
 _register()

@@ -18,6 +18,7 @@
 #include "csrc/python/DistributedBindings.h"
 #include "csrc/python/MemoryHistoryBindings.h"
 #include "csrc/python/ProfilerBindings.h"
+#include "csrc/python/SharingBindings.h"
 #include "csrc/runtime/NeuronAllocator.h"
 #include "csrc/runtime/NeuronFunctions.h"
 #include "csrc/runtime/NeuronGenerator.h"
@@ -234,6 +235,7 @@ PYBIND11_MODULE(_C, m) {
   BindNeff(m);
   BindNki(m);
   BindDistributed(m);
+  BindSharing(m);
   BindMemoryHistory(m);
   BindProfiler(m);
   m.def("_default_generator", [](int device) {

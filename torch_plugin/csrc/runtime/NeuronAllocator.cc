@@ -169,6 +169,16 @@ class CachingAllocator final : public c10::DeviceAllocator {
     }
   }
 
+  std::optional<BufferSlice> SliceOf(const c10::DataPtr& data) {
+    if (data.get_deleter() != &DeleteBlock) return std::nullopt;
+    auto* block = static_cast<const Block*>(data.get_context());
+    absl::MutexLock lock(&mutex_);
+    const neuronrt::DeviceBuffer& buffer = block->segment->buffer;
+    return BufferSlice{
+        .buffer = buffer,
+        .offset = reinterpret_cast<uint64_t>(data.get()) - buffer.device_address};
+  }
+
   void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
     if (data.get_deleter() != &DeleteBlock) return;
     auto* block = static_cast<Block*>(data.get_context());
@@ -561,6 +571,10 @@ void ResizeNeuronStorage(c10::StorageImpl& storage, size_t new_bytes) {
 
 std::optional<c10::DeviceIndex> DeviceOfAddress(const void* address) {
   return allocator->DeviceOf(reinterpret_cast<uint64_t>(address));
+}
+
+std::optional<BufferSlice> AllocatedBuffer(const c10::DataPtr& data) {
+  return allocator->SliceOf(data);
 }
 
 void ConfigureAllocatorHistory(const HistoryOptions& options, StackGatherer gatherer) {

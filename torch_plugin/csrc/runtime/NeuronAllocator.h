@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "csrc/runtime/AllocatorHistory.h"
+#include "neuronrt/session.h"
 
 namespace torch_neuronx {
 
@@ -26,6 +27,14 @@ void ResizeNeuronStorage(c10::StorageImpl& storage, size_t new_bytes);
 
 // The device whose memory holds `address`, when this process allocated it.
 std::optional<c10::DeviceIndex> DeviceOfAddress(const void* address);
+
+// The daemon buffer (segment) under `data` when this allocator gave it, and
+// where `data` starts in it; nullopt for memory it did not give.
+struct BufferSlice {
+  neuronrt::DeviceBuffer buffer;
+  uint64_t offset = 0;
+};
+std::optional<BufferSlice> AllocatedBuffer(const c10::DataPtr& data);
 
 // torch.neuron.memory._record_memory_history.
 void ConfigureAllocatorHistory(const HistoryOptions& options, StackGatherer gatherer);
