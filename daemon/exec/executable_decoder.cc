@@ -6,6 +6,7 @@
 #include "daemon/exec/neff_container.h"
 #include "daemon/exec/nki_kernel_decoder.h"
 #include "neuron/rtd/abi/command_ring.h"
+#include "neuron/rtd/eager_op.h"
 #include "neuron/rtd/v1/executable.pb.h"
 
 namespace neuron::rtd::exec {
@@ -14,8 +15,6 @@ namespace {
 namespace v1 = neuron::rtd::v1;
 
 // Bounds on what one executable may describe.
-// 64: the most any PyTorch operator takes (dimension bitsets are 64 wide).
-constexpr int kMaxDims = 64;
 constexpr int64_t kMaxSize = int64_t{1} << 40;
 constexpr uint64_t kMaxExtentBytes = uint64_t{1} << 48;
 constexpr int kMaxArguments = 64;
@@ -54,9 +53,9 @@ absl::StatusOr<hal::TensorLayout> ToLayout(const v1::TensorSpec& spec, std::stri
   if (hal::ElementBytes(layout.dtype) == 0) {
     return Invalid(where, absl::StrFormat("dtype %d is not supported", layout.dtype));
   }
-  if (spec.sizes_size() != spec.strides_size() || spec.sizes_size() > kMaxDims) {
+  if (spec.sizes_size() != spec.strides_size() || spec.sizes_size() > kMaxTensorDims) {
     return Invalid(where, absl::StrFormat("%d sizes and %d strides (at most %d dimensions)",
-                                          spec.sizes_size(), spec.strides_size(), kMaxDims));
+                                          spec.sizes_size(), spec.strides_size(), kMaxTensorDims));
   }
   unsigned __int128 last = 0;
   for (int dim = 0; dim < spec.sizes_size(); ++dim) {

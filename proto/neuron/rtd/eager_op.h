@@ -14,6 +14,10 @@
 
 namespace neuron::rtd {
 
+// The most dimensions a tensor of an executable has (PyTorch's reductions'
+// limit; PyTorch's tensors may have more, and such calls run elsewhere).
+inline constexpr int kMaxTensorDims = 64;
+
 // A tensor whose data starts at LAUNCH address `address_index`. `dtype` is a
 // c10::ScalarType number.
 struct TensorLayout {

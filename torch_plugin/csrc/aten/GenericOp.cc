@@ -44,6 +44,7 @@ constexpr internal::LaunchSize kLaunchLimit{.addresses = 192, .scalar_bytes = 10
 using internal::AppendRaw;
 using internal::CallDevice;
 using internal::CallWalker;
+using internal::CheckForeachShapesAsTheCpuDoes;
 using internal::CheckNumbersAsTheCpuDoes;
 using internal::DefaultDtypeIsNotDaemons;
 using internal::InfoFor;
@@ -111,6 +112,25 @@ void RunOnCpu(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   at::native::cpu_fallback(op, stack);
 }
 
+// Whether a tensor among the call's arguments has more dimensions than an
+// executable's tensors may (PyTorch's tensors may; its reductions refuse
+// them, which the CPU's kernels then say).
+bool HasTensorPastExecutableRank(const Stack& arguments) {
+  auto too_many = [](const c10::IValue& value) {
+    return value.isTensor() && value.toTensor().defined() &&
+           value.toTensor().dim() > neuron::rtd::kMaxTensorDims;
+  };
+  for (const c10::IValue& value : arguments) {
+    if (too_many(value)) return true;
+    if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorList().vec()) {
+        if (tensor.defined() && tensor.dim() > neuron::rtd::kMaxTensorDims) return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Metadata only: the view's sizes, strides and offset from the meta kernel,
 // applied to the real tensor's storage.
 void RunView(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
@@ -157,6 +177,7 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   const c10::FunctionSchema& schema = op.schema();
   Stack meta;
   if (run_meta) {
+    CheckForeachShapesAsTheCpuDoes(op, arguments);
     meta = ToMetaStack(arguments, /*keep_offset=*/false);
     if (info.out_keeps_shape_of_right_count) {
       // An empty out= tensor: the meta kernel resizes it silently, to the
@@ -446,12 +467,19 @@ void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/,
     RunView(op, info, stack);
     return;
   }
+  if (HasTensorPastExecutableRank(*stack)) {
+    RunOnCpu(op, info, stack,
+             absl::StrFormat("a tensor has more than %d dimensions, the most an executable's take",
+                             neuron::rtd::kMaxTensorDims));
+    return;
+  }
   Launch(op, info, stack);
 }
 
 std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHandle& op,
                                                          const OpInfo& info, Stack& arguments) {
   if (!info.unsupported.empty() || info.is_view) return std::nullopt;
+  if (HasTensorPastExecutableRank(arguments)) return std::nullopt;
   // The boxed path converts integer inputs to a default dtype not float32.
   if (DefaultDtypeIsNotDaemons()) return std::nullopt;
   std::optional<c10::DeviceIndex> device;
