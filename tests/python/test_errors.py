@@ -89,6 +89,39 @@ def test_a_samplers_wrong_numbers_raise_at_the_call_as_on_the_cpu(sample, wrong)
     assert sample(device).cpu().isfinite().all()
 
 
+@pytest.mark.parametrize("call", [
+    lambda a, b: torch._foreach_add(a, b),
+    lambda a, b: torch._foreach_add_(a, b),
+    lambda a, b: torch._foreach_mul(a, b),
+    lambda a, b: torch._foreach_addcdiv(a, b, b),
+    lambda a, b: torch._foreach_add_([t[:1].clone() for t in a], a),
+], ids=["add", "add_in_place", "mul", "addcdiv", "in_place_output_shape"])
+def test_foreach_shape_mismatches_raise_the_cpus_message(call):
+    cpu = ([torch.zeros(10, 10) for _ in range(3)], [torch.ones(11, 11) for _ in range(3)])
+    expected = _cpu_error(call, *cpu)
+    device = tuple([t.to("neuron") for t in tensors] for tensors in cpu)
+    assert _cpu_error(call, *device) == expected
+
+
+def test_mode_with_out_runs_on_neuron():
+    x = torch.tensor([[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]])
+    values, indices = torch.empty(0, device="neuron"), torch.empty(0, device="neuron", dtype=torch.long)
+    torch.mode(x.to("neuron"), 1, out=(values, indices))
+    expected = torch.mode(x, 1)
+    assert torch.equal(values.cpu(), expected.values)
+    assert torch.equal(indices.cpu(), expected.indices)
+
+
+def test_tensors_past_64_dimensions_run_and_reductions_refuse_them_as_on_the_cpu():
+    t = torch.ones([1] * 65, device="neuron")
+    t.uniform_()
+    assert t.dim() == 65 and 0 <= t.item() < 1
+    assert torch.equal((t * 2).cpu(), t.cpu() * 2)
+    with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+        torch.amax(t, dim=0)
+    assert torch.ones(3, device="neuron").sum().item() == 3
+
+
 def test_an_error_on_a_side_stream_does_not_reach_the_default_stream():
     weight = torch.randn(5, 3, device="neuron")
     F.embedding(torch.tensor([1], device="neuron"), weight)

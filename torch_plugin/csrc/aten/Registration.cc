@@ -34,6 +34,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // A CompositeExplicitAutograd kernel that calls a CPU/CUDA DispatchStub
   // ("DispatchStub: missing kernel for neuron").
   m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  // A CompositeExplicitAutograd kernel that refuses every device but the
+  // CPU, CUDA and XPU by name ("mode only supports CPU, CUDA and XPU").
+  m.impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
 }
 
 // Operators whose CompositeExplicitAutograd kernel a device without its own

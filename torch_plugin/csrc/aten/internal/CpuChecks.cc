@@ -1,7 +1,10 @@
 #include "csrc/aten/internal/CpuChecks.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
+
+#include <vector>
 
 namespace torch_neuronx::internal {
 
@@ -20,6 +23,31 @@ void CheckNumbersAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
     }
   }
   op.callBoxed(on_cpu);
+}
+
+void CheckForeachShapesAsTheCpuDoes(const c10::OperatorHandle& op,
+                                    const torch::jit::Stack& arguments) {
+  const c10::OperatorName& name = op.operator_name();
+  if (!name.name.starts_with("aten::_foreach_")) return;
+  std::vector<std::vector<at::Tensor>> lists;
+  for (const c10::IValue& value : arguments) {
+    if (value.isTensorList()) lists.push_back(value.toTensorVector());
+  }
+  if (lists.size() < 2) return;
+  for (const std::vector<at::Tensor>& list : lists) {
+    // The meta kernel's own message for lists of different lengths.
+    if (list.size() != lists[0].size()) return;
+  }
+  const bool in_place = name.name.ends_with("_");
+  for (size_t i = 0; i < lists[0].size(); ++i) {
+    const at::Tensor& self = lists[0][i];
+    at::DimVector shape(self.sizes());
+    for (size_t other = 1; other < lists.size(); ++other) {
+      shape = at::infer_size_dimvector(shape, lists[other][i].sizes());
+    }
+    TORCH_CHECK(!in_place || self.sizes() == at::IntArrayRef(shape), "output with shape ",
+                self.sizes(), " doesn't match the broadcast shape ", at::IntArrayRef(shape));
+  }
 }
 
 }  // namespace torch_neuronx::internal

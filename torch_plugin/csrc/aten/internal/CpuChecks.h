@@ -19,6 +19,16 @@ namespace torch_neuronx::internal {
 void CheckNumbersAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
                               const torch::jit::Stack& arguments);
 
+// For a foreach operator (aten::_foreach_*) with two or more tensor lists:
+// the CPU runs it tensor by tensor, so tensors that do not broadcast raise
+// the per-tensor operator's message ("The size of tensor a (10) must match
+// the size of tensor b (11) at non-singleton dimension 1"; for an in-place
+// one, "output with shape ... doesn't match the broadcast shape ..."), where
+// PyTorch's Python meta kernels word it as its reference implementations do.
+// Raises the CPU's message for the first tensors that do not.
+void CheckForeachShapesAsTheCpuDoes(const c10::OperatorHandle& op,
+                                    const torch::jit::Stack& arguments);
+
 }  // namespace torch_neuronx::internal
 
 #endif  // TORCH_NEURONX_CSRC_ATEN_INTERNAL_CPU_CHECKS_H_
