@@ -148,3 +148,15 @@ def test_a_librarys_own_operator_runs_on_cpu_copies_and_comes_back():
     assert y.device.type == "neuron"
     assert y.cpu().tolist() == [0.0, 2.0, 4.0, 6.0]
     assert "neuron_test_ops::twice" in torch_neuronx.get_fallback_ops()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.complex64],
+                         ids=["float32", "int64", "complex64"])
+def test_foreach_with_a_scalar_list_of_mixed_kinds_matches_cpu(dtype):
+    cpu = [torch.ones(3, dtype=dtype) for _ in range(3)]
+    scalars = [1, 2.5, 3 + 4.5j]
+    expected = torch._foreach_add(cpu, scalars)
+    actual = torch._foreach_add([t.to("neuron") for t in cpu], scalars)
+    for got, want in zip(actual, expected):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got.cpu(), want)

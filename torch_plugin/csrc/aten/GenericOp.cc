@@ -44,7 +44,7 @@ constexpr internal::LaunchSize kLaunchLimit{.addresses = 192, .scalar_bytes = 10
 using internal::AppendRaw;
 using internal::CallDevice;
 using internal::CallWalker;
-using internal::CheckForeachShapesAsTheCpuDoes;
+using internal::CheckForeachAsTheCpuDoes;
 using internal::CheckNumbersAsTheCpuDoes;
 using internal::DefaultDtypeIsNotDaemons;
 using internal::InfoFor;
@@ -112,23 +112,39 @@ void RunOnCpu(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   at::native::cpu_fallback(op, stack);
 }
 
-// Whether a tensor among the call's arguments has more dimensions than an
-// executable's tensors may (PyTorch's tensors may; its reductions refuse
-// them, which the CPU's kernels then say).
-bool HasTensorPastExecutableRank(const Stack& arguments) {
-  auto too_many = [](const c10::IValue& value) {
-    return value.isTensor() && value.toTensor().defined() &&
-           value.toTensor().dim() > neuron::rtd::kMaxTensorDims;
+// Why a call's arguments cannot be an executable's, or nullopt: a tensor with
+// more dimensions than an executable's tensors may have (PyTorch's tensors
+// may; its reductions refuse them, which the CPU's kernels then say), or a
+// scalar list that mixes kinds of numbers (an executable's lists have one
+// kind, and converting them would change the result dtypes of some tensors).
+std::optional<std::string> WhyNotAnExecutable(c10::ArrayRef<c10::IValue> arguments) {
+  auto past_rank = [](const at::Tensor& tensor) {
+    return tensor.defined() && tensor.dim() > neuron::rtd::kMaxTensorDims;
   };
   for (const c10::IValue& value : arguments) {
-    if (too_many(value)) return true;
+    bool too_many_dims = value.isTensor() && past_rank(value.toTensor());
     if (value.isTensorList()) {
-      for (const at::Tensor& tensor : value.toTensorList().vec()) {
-        if (tensor.defined() && tensor.dim() > neuron::rtd::kMaxTensorDims) return true;
+      const c10::List<at::Tensor> list = value.toTensorList();
+      for (size_t i = 0; i < list.size(); ++i) too_many_dims |= past_rank(list.get(i));
+    }
+    if (too_many_dims) {
+      return absl::StrFormat("a tensor has more than %d dimensions, the most an executable's take",
+                             neuron::rtd::kMaxTensorDims);
+    }
+    if (value.isList() && !value.toListRef().empty() && value.toListRef()[0].isScalar()) {
+      auto kind = [](const c10::IValue& item) {
+        return item.isInt() ? 0 : item.isDouble() ? 1 : item.isComplexDouble() ? 2 : 3;
+      };
+      const auto& items = value.toListRef();
+      const bool mixed = std::any_of(items.begin(), items.end(), [&](const c10::IValue& item) {
+        return kind(item) != kind(items[0]);
+      });
+      if (mixed) {
+        return std::string("a scalar list mixes kinds of numbers (ints, floats, complex, bools)");
       }
     }
   }
-  return false;
+  return std::nullopt;
 }
 
 // Metadata only: the view's sizes, strides and offset from the meta kernel,
@@ -177,7 +193,7 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
   const c10::FunctionSchema& schema = op.schema();
   Stack meta;
   if (run_meta) {
-    CheckForeachShapesAsTheCpuDoes(op, arguments);
+    CheckForeachAsTheCpuDoes(op, arguments);
     meta = ToMetaStack(arguments, /*keep_offset=*/false);
     if (info.out_keeps_shape_of_right_count) {
       // An empty out= tensor: the meta kernel resizes it silently, to the
@@ -408,6 +424,11 @@ void PushResults(const c10::OperatorHandle& op, const OpInfo& info, const Launch
 void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
             bool run_meta = true) {
   const size_t argument_count = op.schema().arguments().size();
+  if (std::optional<std::string> reason =
+          WhyNotAnExecutable(torch::jit::last(*stack, argument_count))) {
+    RunOnCpu(op, info, stack, *reason);
+    return;
+  }
   Stack arguments(stack->end() - argument_count, stack->end());
   std::optional<c10::DeviceIndex> device = CallDevice(info, arguments);
   TORCH_CHECK(device.has_value(), info.qualified, ": no neuron tensor among its arguments");
@@ -467,19 +488,13 @@ void NeuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/,
     RunView(op, info, stack);
     return;
   }
-  if (HasTensorPastExecutableRank(*stack)) {
-    RunOnCpu(op, info, stack,
-             absl::StrFormat("a tensor has more than %d dimensions, the most an executable's take",
-                             neuron::rtd::kMaxTensorDims));
-    return;
-  }
   Launch(op, info, stack);
 }
 
 std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHandle& op,
                                                          const OpInfo& info, Stack& arguments) {
   if (!info.unsupported.empty() || info.is_view) return std::nullopt;
-  if (HasTensorPastExecutableRank(arguments)) return std::nullopt;
+  if (WhyNotAnExecutable(arguments)) return std::nullopt;
   // The boxed path converts integer inputs to a default dtype not float32.
   if (DefaultDtypeIsNotDaemons()) return std::nullopt;
   std::optional<c10::DeviceIndex> device;
