@@ -44,10 +44,11 @@ def _cpu_error(call, *tensors):
 
 
 @pytest.mark.parametrize("call", [
+    lambda t: torch._foreach_addcdiv([t], [t], [t]),
     lambda t: torch.addcdiv(t, t, t),
     lambda t: torch.addcdiv(t, t, t, out=t),
     lambda t: t.addcdiv_(t, t),
-], ids=["functional", "out", "in_place"])
+], ids=["foreach", "functional", "out", "in_place"])
 def test_addcdiv_on_integers_raises_the_cpus_message(call):
     t = torch.tensor(1)
     expected = _cpu_error(call, t)

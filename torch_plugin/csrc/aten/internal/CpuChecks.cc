@@ -2,6 +2,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/addcdiv_meta_dispatch.h>
 #include <ATen/ops/empty.h>
 
 #include <vector>
@@ -25,7 +26,7 @@ void CheckNumbersAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
   op.callBoxed(on_cpu);
 }
 
-void CheckForeachShapesAsTheCpuDoes(const c10::OperatorHandle& op,
+void CheckForeachAsTheCpuDoes(const c10::OperatorHandle& op,
                                     const torch::jit::Stack& arguments) {
   const c10::OperatorName& name = op.operator_name();
   if (!name.name.starts_with("aten::_foreach_")) return;
@@ -39,8 +40,17 @@ void CheckForeachShapesAsTheCpuDoes(const c10::OperatorHandle& op,
     if (list.size() != lists[0].size()) return;
   }
   const bool in_place = name.name.ends_with("_");
+  const bool addcdiv = name.name.starts_with("aten::_foreach_addcdiv") && lists.size() == 3;
   for (size_t i = 0; i < lists[0].size(); ++i) {
     const at::Tensor& self = lists[0][i];
+    if (addcdiv && at::isIntegralType(lists[1][i].scalar_type(), /*includeBool=*/true) &&
+        at::isIntegralType(lists[2][i].scalar_type(), /*includeBool=*/true)) {
+      // addcdiv's C++ meta raises the CPU's deprecation of integer division.
+      auto on_meta = [](const at::Tensor& tensor) {
+        return at::empty({0}, tensor.options().device(at::kMeta));
+      };
+      at::meta::addcdiv(on_meta(self), on_meta(lists[1][i]), on_meta(lists[2][i]));
+    }
     at::DimVector shape(self.sizes());
     for (size_t other = 1; other < lists.size(); ++other) {
       shape = at::infer_size_dimvector(shape, lists[other][i].sizes());

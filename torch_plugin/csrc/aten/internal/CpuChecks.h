@@ -24,9 +24,10 @@ void CheckNumbersAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
 // the per-tensor operator's message ("The size of tensor a (10) must match
 // the size of tensor b (11) at non-singleton dimension 1"; for an in-place
 // one, "output with shape ... doesn't match the broadcast shape ..."), where
-// PyTorch's Python meta kernels word it as its reference implementations do.
-// Raises the CPU's message for the first tensors that do not.
-void CheckForeachShapesAsTheCpuDoes(const c10::OperatorHandle& op,
+// PyTorch's Python meta kernels word it as its reference implementations do;
+// likewise addcdiv's refusal of integer division. Raises the CPU's message
+// for the first tensors that the CPU's would.
+void CheckForeachAsTheCpuDoes(const c10::OperatorHandle& op,
                                     const torch::jit::Stack& arguments);
 
 }  // namespace torch_neuronx::internal
