@@ -104,6 +104,19 @@ def test_foreach_shape_mismatches_raise_the_cpus_message(call):
     assert _cpu_error(call, *device) == expected
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, out: torch.all(x, out=out),
+    lambda x, out: torch.any(x, 0, out=out),
+], ids=["whole", "dim"])
+def test_all_and_any_refuse_a_result_that_is_not_bool_as_on_the_cpu(call):
+    x = torch.ones(3, 2)
+    expected = _cpu_error(call, x, torch.empty(0))
+    assert _cpu_error(call, x.to("neuron"), torch.empty(0, device="neuron")) == expected
+    result = torch.empty(0, dtype=torch.bool, device="neuron")
+    call(x.to("neuron"), result)
+    assert result.cpu().all()
+
+
 def test_mode_with_out_runs_on_neuron():
     x = torch.tensor([[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]])
     values, indices = torch.empty(0, device="neuron"), torch.empty(0, device="neuron", dtype=torch.long)
