@@ -1,10 +1,15 @@
 #include "daemon/server/runtime_service.h"
 
+#include <algorithm>
+#include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "daemon/common/monotonic_clock.h"
 #include "daemon/hal/neff.h"
 #include "daemon/server/device_proto.h"
@@ -152,7 +157,7 @@ grpc::Status RuntimeService::AllocateSegment(grpc::ServerContext* context,
   if (!session.ok()) return ToGrpc(session.status());
   absl::StatusOr<memory::SegmentRef> segment =
       (*session)->AllocateSegment(request->core(), request->size_bytes());
-  if (!segment.ok()) return ToGrpc(segment.status());
+  if (!segment.ok()) return ToGrpc(WithHbmHolders(segment.status(), request->core(), request->size_bytes()));
   response->set_segment_id((*segment)->id());
   response->set_device_address((*segment)->range().address);
   response->set_size_bytes((*segment)->range().size);
@@ -165,6 +170,60 @@ grpc::Status RuntimeService::FreeSegment(grpc::ServerContext* context,
   auto session = CallerSession(context, request->session_id());
   if (!session.ok()) return ToGrpc(session.status());
   return ToGrpc((*session)->FreeSegment(request->segment_id()));
+}
+
+namespace {
+
+// The most holders an out-of-memory refusal names.
+constexpr size_t kHoldersNamed = 5;
+
+}  // namespace
+
+absl::Status RuntimeService::WithHbmHolders(const absl::Status& refused, uint32_t core,
+                                            uint64_t size) const {
+  if (refused.code() != absl::StatusCode::kResourceExhausted) return refused;
+  const hal::Device* device = nullptr;
+  for (const hal::Device* candidate : backend_.devices()) {
+    const hal::DeviceInfo& info = candidate->info();
+    if (core >= info.first_core_index && core - info.first_core_index < info.logical_cores()) {
+      device = candidate;
+    }
+  }
+  if (device == nullptr) return refused;
+  const hal::DeviceInfo& info = device->info();
+  // A quota's or a cap's refusal is the session's own: the device had room.
+  if (memory_.stats(info.index).largest_free_bytes >= size) return refused;
+  struct Holder {
+    uint64_t bytes;
+    std::shared_ptr<session::Session> session;
+  };
+  std::vector<Holder> holders;
+  for (std::shared_ptr<session::Session>& session : sessions_.List()) {
+    uint64_t bytes = 0;
+    for (const auto& [held_core, held] : session->HbmBytesByCore()) {
+      if (held_core >= info.first_core_index &&
+          held_core - info.first_core_index < info.logical_cores()) {
+        bytes += held;
+      }
+    }
+    if (bytes > 0) holders.push_back(Holder{.bytes = bytes, .session = std::move(session)});
+  }
+  if (holders.empty()) return refused;
+  std::sort(holders.begin(), holders.end(),
+            [](const Holder& a, const Holder& b) { return a.bytes > b.bytes; });
+  std::vector<std::string> named;
+  for (size_t i = 0; i < std::min(holders.size(), kHoldersNamed); ++i) {
+    const session::Session& holder = *holders[i].session;
+    named.push_back(absl::StrFormat("session %d (pid %d, uid %d, %s) %d bytes", holder.id(),
+                                    holder.owner().pid, holder.owner().uid,
+                                    holder.client_name(), holders[i].bytes));
+  }
+  if (holders.size() > kHoldersNamed) {
+    named.push_back(absl::StrFormat("%d more sessions", holders.size() - kHoldersNamed));
+  }
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "%s; device %d's HBM is held by %s", refused.message(), info.index,
+      absl::StrJoin(named, ", ")));
 }
 
 namespace {

@@ -119,6 +119,11 @@ class RuntimeService final : public v1::Runtime::Service {
   // user. EndJoin releases it.
   absl::Status BeginJoin(uid_t uid);
   void EndJoin(uid_t uid);
+  // A refusal of `size` bytes of HBM on `core` because its device is full,
+  // with the sessions that hold the most of that device named, largest
+  // first (session, pid, uid, client name, bytes); other statuses as they
+  // are.
+  absl::Status WithHbmHolders(const absl::Status& refused, uint32_t core, uint64_t size) const;
 
   const hal::Backend& backend_;
   const memory::MemoryManager& memory_;

@@ -108,6 +108,8 @@ class Session final : public queue::ExecutionContext,
   // Frees one hold of the segment: the segment leaves the session with the
   // last (its allocation, and each ImportSegment of it, is one).
   absl::Status FreeSegment(uint64_t segment_id);
+  // The HBM the session's own segments hold, by host-wide core.
+  std::map<uint32_t, uint64_t> HbmBytesByCore() const;
   // A segment of the session's to share, with the core whose HBM holds it.
   absl::StatusOr<memory::ExportedSegment> FindSegmentToShare(uint64_t segment_id) const;
   // Makes another session's segment one of this session's (one more hold

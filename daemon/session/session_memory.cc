@@ -79,6 +79,15 @@ absl::Status Session::FreeSegment(uint64_t segment_id) {
   return absl::OkStatus();
 }
 
+std::map<uint32_t, uint64_t> Session::HbmBytesByCore() const {
+  absl::MutexLock lock(&mutex_);
+  std::map<uint32_t, uint64_t> bytes;
+  for (const auto& [segment, core_and_bytes] : segment_cores_) {
+    bytes[core_and_bytes.first] += core_and_bytes.second;
+  }
+  return bytes;
+}
+
 absl::StatusOr<memory::ExportedSegment> Session::FindSegmentToShare(uint64_t segment_id) const {
   if (absl::Status status = CheckOpen(); !status.ok()) return status;
   absl::StatusOr<memory::SegmentRef> segment = segments_.Find(segment_id);

@@ -15,6 +15,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "e2e/data_plane_fixture.h"
 #include "e2e/eager_op_builders.h"
@@ -44,6 +45,29 @@ TEST_F(DataPlaneTest, AllocationShowsInListDevicesAndOutOfMemoryHasNumbers) {
   EXPECT_TRUE(session->Allocate(1, 2 * kGiB).ok());
   EXPECT_EQ(session->Free(*first).code(), absl::StatusCode::kNotFound) << "double free";
   EXPECT_EQ(session->Allocate(7, kMiB).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(DataPlaneTest, OutOfMemoryNamesTheSessionsHoldingTheDevice) {
+  auto big = Open("big-holder");
+  auto small = Open("small-holder");
+  auto asking = Open("asking");
+  ASSERT_TRUE(big->Allocate(0, 2 * kGiB).ok());
+  ASSERT_TRUE(small->Allocate(1, kGiB).ok());
+  absl::Status refused = asking->Allocate(0, 3 * kGiB).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("device 0's HBM is held by session"));
+  const std::string message(refused.message());
+  const size_t big_at = message.find("big-holder) 2147483648 bytes");
+  const size_t small_at = message.find("small-holder) 1073741824 bytes");
+  ASSERT_NE(big_at, std::string::npos) << message;
+  ASSERT_NE(small_at, std::string::npos) << message;
+  EXPECT_LT(big_at, small_at) << "largest first";
+  EXPECT_THAT(message, HasSubstr(absl::StrFormat("(pid %d, uid %d, big-holder)", ::getpid(),
+                                                 ::getuid())));
+  // A session's own quota or cap names no one.
+  ASSERT_TRUE(asking->SetMemoryCap(0, kMiB).ok());
+  EXPECT_THAT(asking->Allocate(0, 2 * kMiB).status().message(),
+              ::testing::Not(HasSubstr("is held by")));
 }
 
 TEST_F(DataPlaneTest, CopiesRoundTripAtEverySizeEdge) {
