@@ -160,3 +160,11 @@ def test_foreach_with_a_scalar_list_of_mixed_kinds_matches_cpu(dtype):
     for got, want in zip(actual, expected):
         assert got.dtype == want.dtype
         torch.testing.assert_close(got.cpu(), want)
+
+
+def test_foreach_mm_multiplies_matrices_that_do_not_broadcast():
+    a = [torch.randn(16, 24), torch.randn(3, 5)]
+    b = [torch.randn(24, 8), torch.randn(5, 2)]
+    actual = torch._foreach_mm([t.to("neuron") for t in a], [t.to("neuron") for t in b])
+    for got, want in zip(actual, torch._foreach_mm(a, b)):
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)

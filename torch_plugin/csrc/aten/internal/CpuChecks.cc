@@ -2,9 +2,13 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/core/enum_tag.h>
 #include <ATen/ops/addcdiv_meta_dispatch.h>
 #include <ATen/ops/empty.h>
 
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace torch_neuronx::internal {
@@ -26,15 +30,35 @@ void CheckNumbersAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
   op.callBoxed(on_cpu);
 }
 
+namespace {
+
+// Whether the per-tensor operator of foreach operator `name` (aten::add of
+// aten::_foreach_add_) is pointwise (ATen's tag), so that its tensors
+// broadcast: aten::_foreach_mm's multiply matrices.
+bool PerTensorOperatorIsPointwise(std::string_view name) {
+  std::string base(name.substr(std::string_view("aten::_foreach_").size()));
+  if (base.ends_with('_')) base.pop_back();
+  for (const char* overload : {"", "Tensor", "Tensor_Tensor", "Scalar"}) {
+    std::optional<c10::OperatorHandle> per_tensor =
+        c10::Dispatcher::singleton().findOp({"aten::" + base, overload});
+    if (per_tensor.has_value() && per_tensor->hasSchema()) {
+      return per_tensor->hasTag(at::Tag::pointwise);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void CheckForeachAsTheCpuDoes(const c10::OperatorHandle& op,
-                                    const torch::jit::Stack& arguments) {
+                              const torch::jit::Stack& arguments) {
   const c10::OperatorName& name = op.operator_name();
   if (!name.name.starts_with("aten::_foreach_")) return;
   std::vector<std::vector<at::Tensor>> lists;
   for (const c10::IValue& value : arguments) {
     if (value.isTensorList()) lists.push_back(value.toTensorVector());
   }
-  if (lists.size() < 2) return;
+  if (lists.size() < 2 || !PerTensorOperatorIsPointwise(name.name)) return;
   for (const std::vector<at::Tensor>& list : lists) {
     // The meta kernel's own message for lists of different lengths.
     if (list.size() != lists[0].size()) return;
