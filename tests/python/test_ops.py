@@ -168,3 +168,20 @@ def test_foreach_mm_multiplies_matrices_that_do_not_broadcast():
     actual = torch._foreach_mm([t.to("neuron") for t in a], [t.to("neuron") for t in b])
     for got, want in zip(actual, torch._foreach_mm(a, b)):
         torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op", [torch._foreach_addcdiv, torch._foreach_addcmul,
+                                torch._foreach_addcdiv_, torch._foreach_addcmul_],
+                         ids=["addcdiv", "addcmul", "addcdiv_", "addcmul_"])
+def test_foreach_with_scalars_in_a_cpu_tensor_matches_cpu(op):
+    cpu = [torch.rand(4) + 1 for _ in range(3)]
+    device = [t.to("neuron") for t in cpu]
+    scalars = torch.tensor([0.5, 2.0, -1.0])
+    expected = op(cpu, cpu[::-1], cpu, scalars) or cpu
+    actual = op(device, device[::-1], device, scalars) or device
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got.cpu(), want)
+    with pytest.raises(RuntimeError, match="Expected scalars to be on CPU, got neuron:0 instead"):
+        op(device, device, device, scalars.to("neuron"))
+    with pytest.raises(RuntimeError, match="Expected length of scalars to match input of length 3"):
+        op(device, device, device, scalars[:2])

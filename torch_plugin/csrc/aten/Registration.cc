@@ -1,5 +1,8 @@
 // Every operator without an explicit neuron kernel goes to the generic path.
+#include <ATen/native/ForeachUtils.h>
 #include <torch/library.h>
+
+#include <vector>
 
 #include "csrc/aten/GenericOp.h"
 
@@ -9,6 +12,24 @@ namespace {
 void LaunchBoxed(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/,
                  torch::jit::Stack* stack) {
   LaunchOnDevice(op, stack);
+}
+
+// The foreach Tensor overloads whose `scalars` is a 1-d CPU tensor of
+// numbers (_foreach_addcdiv.Tensor, ...): as the CPU's and CUDA's kernels do,
+// its numbers (checked by ATen's own conversion: on the CPU, contiguous, one
+// per tensor) become the ScalarList overload's, which runs as it is.
+void ScalarsTensorAsList(const c10::OperatorHandle& op, c10::DispatchKeySet /*keys*/,
+                         torch::jit::Stack* stack) {
+  const size_t argument_count = op.schema().arguments().size();
+  c10::IValue& scalars = stack->back();
+  const int64_t tensor_count =
+      static_cast<int64_t>((*stack)[stack->size() - argument_count].toListRef().size());
+  std::vector<c10::Scalar> numbers =
+      at::native::convert_tensor_to_scalar_list(scalars.toTensor(), tensor_count);
+  scalars = c10::IValue(std::move(numbers));
+  c10::Dispatcher::singleton()
+      .findSchemaOrThrow(op.schema().name().c_str(), "ScalarList")
+      .callBoxed(stack);
 }
 
 }  // namespace
@@ -37,6 +58,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // A CompositeExplicitAutograd kernel that refuses every device but the
   // CPU, CUDA and XPU by name ("mode only supports CPU, CUDA and XPU").
   m.impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&LaunchBoxed>());
+  for (const char* name : {"_foreach_addcdiv.Tensor", "_foreach_addcdiv_.Tensor",
+                           "_foreach_addcmul.Tensor", "_foreach_addcmul_.Tensor"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&ScalarsTensorAsList>());
+  }
 }
 
 // Operators whose CompositeExplicitAutograd kernel a device without its own
