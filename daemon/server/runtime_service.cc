@@ -182,12 +182,13 @@ constexpr size_t kHoldersNamed = 5;
 absl::Status RuntimeService::WithHbmHolders(const absl::Status& refused, uint32_t core,
                                             uint64_t size) const {
   if (refused.code() != absl::StatusCode::kResourceExhausted) return refused;
+  auto on_device = [](const hal::DeviceInfo& info, uint32_t some_core) {
+    return some_core >= info.first_core_index &&
+           some_core - info.first_core_index < info.logical_cores();
+  };
   const hal::Device* device = nullptr;
   for (const hal::Device* candidate : backend_.devices()) {
-    const hal::DeviceInfo& info = candidate->info();
-    if (core >= info.first_core_index && core - info.first_core_index < info.logical_cores()) {
-      device = candidate;
-    }
+    if (on_device(candidate->info(), core)) device = candidate;
   }
   if (device == nullptr) return refused;
   const hal::DeviceInfo& info = device->info();
@@ -201,10 +202,7 @@ absl::Status RuntimeService::WithHbmHolders(const absl::Status& refused, uint32_
   for (std::shared_ptr<session::Session>& session : sessions_.List()) {
     uint64_t bytes = 0;
     for (const auto& [held_core, held] : session->HbmBytesByCore()) {
-      if (held_core >= info.first_core_index &&
-          held_core - info.first_core_index < info.logical_cores()) {
-        bytes += held;
-      }
+      if (on_device(info, held_core)) bytes += held;
     }
     if (bytes > 0) holders.push_back(Holder{.bytes = bytes, .session = std::move(session)});
   }

@@ -92,7 +92,7 @@ class SentStorages {
   std::vector<Sent> sent_ ABSL_GUARDED_BY(mutex_);
 };
 
-SentStorages& Sent() {
+SentStorages& ProcessSentStorages() {
   static auto* sent = new SentStorages();
   return *sent;
 }
@@ -112,10 +112,10 @@ StorageHandle ShareStorage(const c10::Storage& storage) {
   ThrowIfError(RuntimeStream(CurrentStream(device)).Synchronize(),
                "waiting for the work that writes a shared storage");
   neuronrt::Session& session = GetRuntime().session();
-  Sent().ReleaseReturned(session);
+  ProcessSentStorages().ReleaseReturned(session);
   absl::StatusOr<std::string> segment_handle = session.Share(slice->buffer);
   ThrowIfError(segment_handle.status(), "sharing a neuron storage");
-  Sent().Keep(storage, slice->buffer.segment_id);
+  ProcessSentStorages().Keep(storage, slice->buffer.segment_id);
   handle.segment_handle = *std::move(segment_handle);
   handle.offset = slice->offset;
   return handle;
