@@ -98,17 +98,7 @@ absl::flat_hash_map<std::string, std::shared_ptr<const Plan>>& Plans()
 
 void RunOnCpu(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
               const std::string& reason) {
-  bool first = false;
-  {
-    absl::MutexLock lock(&registry_mutex);
-    first = FallbackSet().insert(info.qualified).second;
-  }
-  if (first) {
-    TORCH_WARN(info.qualified, " runs on the CPU, not on the neuron device (", reason,
-               "); every call copies its tensors to the host and back. "
-               "torch_neuronx.get_fallback_ops() lists such operators.");
-  }
-  cpu_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  NoteCpuFallback(info.qualified, reason);
   at::native::cpu_fallback(op, stack);
 }
 
@@ -511,6 +501,20 @@ std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHand
   LaunchedCall call = LaunchArguments(op, info, *device, arguments, /*run_meta=*/true);
   if (call.outcome != LaunchOutcome::kLaunched) return std::nullopt;
   return std::move(call.outputs);
+}
+
+void NoteCpuFallback(const std::string& qualified_name, std::string_view reason) {
+  bool first = false;
+  {
+    absl::MutexLock lock(&registry_mutex);
+    first = FallbackSet().insert(qualified_name).second;
+  }
+  if (first) {
+    TORCH_WARN(qualified_name, " runs on the CPU, not on the neuron device (", reason,
+               "); every call copies its tensors to the host and back. "
+               "torch_neuronx.get_fallback_ops() lists such operators.");
+  }
+  cpu_fallbacks.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::vector<std::string> FallbackOps() {

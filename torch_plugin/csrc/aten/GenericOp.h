@@ -23,6 +23,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace torch_neuronx {
@@ -53,6 +54,11 @@ void LaunchOnDeviceWithoutMeta(const c10::OperatorHandle& op, torch::jit::Stack*
 std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHandle& op,
                                                          const internal::OpInfo& info,
                                                          torch::jit::Stack& arguments);
+
+// Records that a call of `qualified_name` ("aten::op.overload") runs on the
+// CPU instead of the device: counted, and warned about once per operator with
+// `reason`. For kernels that move a call to the CPU themselves (Sparse.cc).
+void NoteCpuFallback(const std::string& qualified_name, std::string_view reason);
 
 // "aten::op.overload" of every operator that ran on the CPU instead.
 std::vector<std::string> FallbackOps();
