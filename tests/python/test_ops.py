@@ -185,3 +185,15 @@ def test_foreach_with_scalars_in_a_cpu_tensor_matches_cpu(op):
         op(device, device, device, scalars.to("neuron"))
     with pytest.raises(RuntimeError, match="Expected length of scalars to match input of length 3"):
         op(device, device, device, scalars[:2])
+
+
+def test_a_sampler_with_an_out_tensor_it_resizes_draws_once():
+    # Resizing the out= tensor walks the call twice; the second walk must
+    # send the seed the first drew, not draw another.
+    state = torch.neuron.get_rng_state()
+    expected = [torch.randperm(6, device="neuron").cpu() for _ in range(2)]
+    torch.neuron.set_rng_state(state)
+    out = torch.empty(0, dtype=torch.long, device="neuron")
+    torch.randperm(6, out=out)
+    after = torch.randperm(6, device="neuron")
+    assert torch.equal(out.cpu(), expected[0]) and torch.equal(after.cpu(), expected[1])

@@ -326,8 +326,9 @@ struct LaunchedCall {
 LaunchedCall LaunchArguments(const c10::OperatorHandle& op, const OpInfo& info,
                              c10::DeviceIndex device, Stack& arguments, bool run_meta) {
   LaunchedCall call;
+  std::vector<uint64_t> seeds;
   for (;;) {
-    CallWalker walker(info, device, nullptr);
+    CallWalker walker(info, device, nullptr, &seeds);
     walker.Walk(arguments);
     call.size = {.addresses = walker.addresses.size(), .scalar_bytes = walker.scalars.size()};
     if (call.size.addresses > kLaunchLimit.addresses ||

@@ -49,8 +49,12 @@ inline rtd::ImmediateScalar::Kind ScalarKind(const c10::IValue& value) {
 // addresses and scalar offsets always match what the executable expects.
 class CallWalker {
  public:
-  CallWalker(const OpInfo& info, c10::DeviceIndex device, std::vector<rtd::OpValue>* plan)
-      : info_(info), device_(device), plan_(plan) {
+  // `call_seeds` (optional) keeps the seeds the walk draws from generators,
+  // in argument order, so that walking the same call again (after out=
+  // arguments were resized) sends the same seeds instead of drawing again.
+  CallWalker(const OpInfo& info, c10::DeviceIndex device, std::vector<rtd::OpValue>* plan,
+             std::vector<uint64_t>* call_seeds = nullptr)
+      : info_(info), device_(device), plan_(plan), call_seeds_(call_seeds) {
     key.reserve(kKeyReserve);
   }
 
@@ -121,6 +125,14 @@ class CallWalker {
     Add(rtd::ImmediateScalar{.kind = kind, .offset = offset});
   }
 
+  uint64_t CallSeed(const at::Generator& generator) {
+    const size_t index = seeds_walked_++;
+    if (call_seeds_ != nullptr && index < call_seeds_->size()) return (*call_seeds_)[index];
+    const uint64_t seed = generator.get<NeuronGenerator>()->NextCallSeed();
+    if (call_seeds_ != nullptr) call_seeds_->push_back(seed);
+    return seed;
+  }
+
   void Argument(ArgKind kind, const c10::IValue& value) {
     if (kind == ArgKind::kGenerator) {
       // No generator given: the device's default one, so that
@@ -130,8 +142,7 @@ class CallWalker {
       key.push_back('G');
       // The planning walk only needs the offset: drawing a seed there would
       // advance the generator twice on a plan-cache miss.
-      const uint64_t seed =
-          plan_ != nullptr ? 0 : generator.get<NeuronGenerator>()->NextCallSeed();
+      const uint64_t seed = plan_ != nullptr ? 0 : CallSeed(generator);
       const auto offset = static_cast<uint32_t>(scalars.size());
       PushScalar(c10::IValue(static_cast<int64_t>(seed)));
       Add(rtd::GeneratorSeed{.offset = offset});
@@ -255,6 +266,8 @@ class CallWalker {
   const OpInfo& info_;
   const c10::DeviceIndex device_;
   std::vector<rtd::OpValue>* const plan_;
+  std::vector<uint64_t>* const call_seeds_;
+  size_t seeds_walked_ = 0;
 };
 
 // The device a call runs on: that of its first neuron tensor, else its
