@@ -163,3 +163,20 @@ def test_a_killed_session_raises_accelerator_error(run_python):
         "    print('AcceleratorError', isinstance(error, RuntimeError), 'closed by' in str(error))\n"
     )
     assert result.stdout.strip().splitlines()[-1] == "AcceleratorError True True", result.stdout
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: torch.arange(8, device=d).view(2, 4).roll(shifts=(1,), dims=(1, 2)),
+    lambda d: torch.complex(torch.ones(2, device=d), torch.ones(2, device=d),
+                            out=torch.empty(2, device=d)),
+])
+def test_where_the_meta_kernel_refuses_the_cpus_own_error_is_raised(call):
+    # PyTorch's Python meta kernels check some arguments in another order or
+    # word them as its reference implementations do; programs and PyTorch's
+    # tests match on the CPU's words.
+    with pytest.raises(Exception) as on_cpu:
+        call("cpu")
+    with pytest.raises(type(on_cpu.value)) as on_neuron:
+        call("neuron")
+    assert str(on_neuron.value) == str(on_cpu.value)
+

@@ -46,6 +46,62 @@ at::Tensor ToMeta(const at::Tensor& tensor, bool keep_offset) {
   return storage.as_strided(tensor.sizes(), tensor.strides(), tensor.storage_offset());
 }
 
+// Past this many bytes of arguments, a call the meta kernel refused keeps
+// the meta kernel's error rather than zero-filling host memory to ask the CPU.
+constexpr int64_t kCpuRetryBytes = int64_t{64} << 20;
+
+// `meta`'s arguments as zero-filled CPU tensors of the same shapes, strides
+// and dtypes (zeros: a valid index into any non-empty dimension), or nullopt
+// past kCpuRetryBytes.
+std::optional<Stack> ToCpuZeros(const Stack& meta) {
+  int64_t bytes = 0;
+  auto to_cpu = [&](const at::Tensor& tensor) {
+    if (!tensor.defined() || !tensor.is_meta()) return tensor;
+    bytes += static_cast<int64_t>(tensor.storage().nbytes());
+    at::Tensor cpu = at::empty_strided(tensor.sizes(), tensor.strides(),
+                                       tensor.options().device(c10::kCPU));
+    cpu.zero_();
+    return cpu;
+  };
+  Stack cpu;
+  cpu.reserve(meta.size());
+  for (const c10::IValue& value : meta) {
+    if (value.isTensor()) {
+      cpu.emplace_back(to_cpu(value.toTensor()));
+    } else if (value.isTensorList()) {
+      std::vector<at::Tensor> tensors;
+      for (const at::Tensor& tensor : value.toTensorVector()) tensors.push_back(to_cpu(tensor));
+      cpu.emplace_back(std::move(tensors));
+    } else if (value.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> tensors;
+      for (const std::optional<at::Tensor>& tensor : value.toOptionalTensorList().vec()) {
+        tensors.push_back(tensor ? std::optional(to_cpu(*tensor)) : std::nullopt);
+      }
+      cpu.emplace_back(std::move(tensors));
+    } else if (value.isDevice()) {
+      cpu.emplace_back(c10::Device(c10::kCPU));
+    } else {
+      cpu.push_back(value);
+    }
+    if (bytes > kCpuRetryBytes) return std::nullopt;
+  }
+  return cpu;
+}
+
+// Called with the arguments of a call whose meta kernel raised: runs the
+// CPU's kernel on them, so that where the CPU refuses the call too, the user
+// sees the CPU's exception (its type and words, which programs and PyTorch's
+// tests match on; PyTorch's Python meta kernels word many checks as its
+// reference implementations do, and check some in another order). Returns
+// when the CPU accepts the call, or it cannot be asked without drawing random
+// numbers or filling too much memory; the caller then raises the meta error.
+void ThrowTheCpusErrorFor(const c10::OperatorHandle& op, const Stack& meta) {
+  if (op.hasTag(at::Tag::nondeterministic_seeded)) return;
+  std::optional<Stack> cpu = ToCpuZeros(meta);
+  if (!cpu) return;
+  op.callBoxed(*cpu);
+}
+
 }  // namespace
 
 Stack ToMetaStack(const Stack& arguments, bool keep_offset) {
@@ -95,10 +151,14 @@ MetaOutcome RunMeta(const c10::OperatorHandle& op, Stack& meta) {
     kernel->callBoxed(op, c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
     return MetaOutcome::kOk;
   }
+  const Stack arguments = meta;  // callBoxed consumes them
   try {
     op.callBoxed(meta);
   } catch (const c10::NotImplementedError&) {
     return MetaOutcome::kNoMetaKernel;
+  } catch (...) {
+    ThrowTheCpusErrorFor(op, arguments);
+    throw;
   }
   return MetaOutcome::kOk;
 }

@@ -26,7 +26,9 @@ enum class MetaOutcome { kOk, kNoMetaKernel };
 
 // Runs `op` on meta tensors. Errors of the operator's own checks (shapes,
 // dtypes) propagate to the caller: they are the user's errors, raised at the
-// call as on the CPU.
+// call as on the CPU, and with the CPU's exception where the CPU's kernel
+// refuses the same arguments (asked on zero-filled host copies of up to
+// 64 MiB; never for an operator that draws random numbers).
 MetaOutcome RunMeta(const c10::OperatorHandle& op, torch::jit::Stack& meta);
 
 // Makes RunMeta call `meta` for `op` instead of dispatching to the Meta key.
