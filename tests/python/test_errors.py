@@ -180,3 +180,14 @@ def test_where_the_meta_kernel_refuses_the_cpus_own_error_is_raised(call):
         call("neuron")
     assert str(on_neuron.value) == str(on_cpu.value)
 
+
+@pytest.mark.parametrize("mask", [[True], [False] * 6])
+def test_a_mask_of_the_wrong_shape_raises_the_cpus_index_error(mask):
+    # Not a silent arr[0:1]: the mask must cover the dimensions it indexes.
+    for device in ("cpu", "neuron"):
+        arr = torch.ones(5, 4, 3, device=device)
+        with pytest.raises(IndexError, match=r"The shape of the mask \[\d\] at index 0 does not "
+                                             r"match the shape of the indexed tensor \[5, 4, 3\]"):
+            arr[torch.tensor(mask, device=device)]
+        with pytest.raises(IndexError, match="The shape of the mask"):
+            arr[torch.tensor(mask, device=device)] = 0.0

@@ -56,9 +56,11 @@ bool IsMask(const at::Tensor& index) {
 }
 
 // Boolean masks become the long indices of their true elements, one index
-// tensor per masked dimension (what ATen's expandTensors does).
+// tensor per masked dimension, after the check that each mask has the shape
+// of the dimensions it covers (what ATen's expandTensors does, with its
+// IndexError and words).
 c10::List<std::optional<at::Tensor>> MasksToIndices(
-    const c10::List<std::optional<at::Tensor>>& indices) {
+    const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
   c10::List<std::optional<at::Tensor>> expanded;
   for (const std::optional<at::Tensor>& index : indices) {
     if (!index.has_value() || !IsMask(*index)) {
@@ -69,6 +71,15 @@ c10::List<std::optional<at::Tensor>> MasksToIndices(
       // The CPU's and CUDA's words (ATen's expandTensors), once per use.
       TORCH_WARN("indexing with dtype torch.uint8 is now deprecated,"
                  " please use a dtype torch.bool instead.");
+    }
+    for (int64_t j = 0; j < index->dim(); ++j) {
+      const int64_t source = static_cast<int64_t>(expanded.size()) + j;
+      TORCH_CHECK_INDEX(source < self.dim(), "Dimension out of range (expected to be in range of [",
+                        -self.dim(), ", ", self.dim() - 1, "], but got ", source, ")");
+      TORCH_CHECK_INDEX(index->size(j) == self.size(source), "The shape of the mask ",
+                        index->sizes(), " at index ", j,
+                        " does not match the shape of the indexed tensor ", self.sizes(),
+                        " at index ", source);
     }
     const at::Tensor positions = Nonzero(*index);
     for (int64_t dim = 0; dim < index->dim(); ++dim) expanded.push_back(positions.select(1, dim));
@@ -122,7 +133,7 @@ c10::List<std::optional<at::Tensor>> LaunchIndices(
   c10::List<std::optional<at::Tensor>> moved = OnDeviceOf(self, indices);
   for (const std::optional<at::Tensor>& index : moved) {
     if (index.has_value() && IsMask(*index)) {
-      moved = MasksToIndices(moved);
+      moved = MasksToIndices(self, moved);
       break;
     }
   }
