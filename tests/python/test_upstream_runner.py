@@ -84,6 +84,13 @@ def test_rewriting_the_list_keeps_reasons_and_other_files(tmp_path):
     assert "a.py::T::test_fixed" not in entries
 
 
+def test_a_neuron_test_id_names_its_cpu_instance():
+    assert (run.cpu_test_id("test_a.py::TestAPRIVATEUSE1::test_x_neuron_float32")
+            == "test_a.py::TestACPU::test_x_cpu_float32")
+    assert run.cpu_test_id("test_a.py::NumpyTestsNEURON::test_y_neuron") == \
+        "test_a.py::NumpyTestsCPU::test_y_cpu"
+
+
 def test_a_checkout_without_tests_is_refused_with_a_clear_error(tmp_path):
     done = subprocess.run([sys.executable, str(RUNNER), "--pytorch-src", str(tmp_path)],
                           capture_output=True, text=True, timeout=60)
@@ -110,7 +117,11 @@ def test_a_run_of_a_small_device_generic_file(tmp_path):
                 self.assertEqual(torch.ones(2, device=device) + 1, torch.full((2,), 2.0))
 
             def test_broken(self, device):
-                raise RuntimeError("broken on " + str(torch.device(device).type))
+                if torch.device(device).type != "cpu":
+                    raise RuntimeError("broken on " + str(torch.device(device).type))
+
+            def test_suite_bug(self, device):
+                raise AttributeError("the suite is newer than this torch")
 
         instantiate_device_type_tests(TestTiny, globals())
 
@@ -124,10 +135,14 @@ def test_a_run_of_a_small_device_generic_file(tmp_path):
     done = subprocess.run(args, capture_output=True, text=True, timeout=600,
                           env=dict(os.environ, PYTHONPATH=""))
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1 passed, 1 failed, 0 skipped" in done.stdout
+    # A failure the CPU has too is the suite's: counted apart, not in the
+    # pass rate, and needs no entry in the list.
+    assert "1 passed, 1 failed, 1 fail on the CPU too, 0 skipped" in done.stdout
+    assert "pass rate of the tests that ran: 50.0%" in done.stdout
     assert "RuntimeError: broken on neuron" in done.stdout
     outcomes = {r["id"].split("::")[-1]: r["outcome"] for r in json.loads(report.read_text())[0]["results"]}
-    assert outcomes == {"test_add_neuron": "passed", "test_broken_neuron": "failed"}
+    assert outcomes == {"test_add_neuron": "passed", "test_broken_neuron": "failed",
+                        "test_suite_bug_neuron": "fails on the CPU too"}
     xfail.write_text(json.dumps([{"id": "test_tiny.py::TestTinyPRIVATEUSE1::test_broken_neuron",
                                   "reason": "a test of the runner", "class": "RuntimeError"}]))
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)

@@ -25,6 +25,8 @@ ran from their current failures, reason "TODO", to be filled in by hand.
 
 Options: --pytorch-src DIR (required), --only FILE (repeatable), --timeout S
 (per file, default 1800), --jobs N (files at once, default 1), --write-xfail,
+--no-cpu-rerun (by default a file's failures are rerun on the CPU, and those
+that fail there too are counted apart: the suite's, not the device's),
 --xfail-file PATH (another list than tests/upstream_xfail.json), --log-dir DIR
 (pytest logs and outcome records; default a new temporary directory), --json
 PATH (every test's outcome and message, for tooling).
@@ -80,6 +82,11 @@ KEYWORD = "neuron"
 INTERRUPT_GRACE_S = 30
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+# A test that fails on neuron and, rerun on the CPU, fails there as well: the
+# suite's own problem (a checkout newer than the installed torch, a NumPy
+# that removed a function), not the device's. Counted apart, not in the
+# pass rate and not in the expected-failure list.
+CPU_TOO = "fails on the CPU too"
 
 
 @dataclasses.dataclass
@@ -193,6 +200,39 @@ def run_pytest(command: list[str], cwd: Path, env: dict[str, str], log_path: Pat
             return process.wait(), True
 
 
+def cpu_test_id(test_id: str) -> str:
+    """The CPU's instance of a neuron test: `TestFooPRIVATEUSE1::test_x_neuron_float32`
+    (or a `...NEURON` class) is `TestFooCPU::test_x_cpu_float32`."""
+    path, test_class, name = test_id.split("::", 2)
+    test_class = re.sub(r"(PRIVATEUSE1|NEURON)$", "CPU", test_class)
+    name = re.sub(r"_neuron(?=_|$|\[)", "_cpu", name, count=1)
+    return f"{path}::{test_class}::{name}"
+
+
+def rerun_failures_on_cpu(run: FileRun, test_dir: Path, log_dir: Path, timeout: float) -> None:
+    """Reruns the file's failed tests on the CPU; those that fail there too
+    become CPU_TOO (see there)."""
+    failed = {cpu_test_id(result.id): result for result in run.results
+              if result.outcome == FAILED and result.id.count("::") == 2}
+    if not failed:
+        return
+    stem = Path(run.name).stem
+    outcomes, log = log_dir / f"{stem}.cpu.outcomes.jsonl", log_dir / f"{stem}.cpu.log"
+    outcomes.unlink(missing_ok=True)
+    command = [sys.executable, str(Path(__file__).resolve()), CHILD_FLAG, str(outcomes), "--",
+               *sorted(failed), "-c", str(log_dir / "pytest.ini"), "--rootdir", str(test_dir),
+               "-p", "no:cacheprovider", "-q", "--tb=no"]
+    env = dict(os.environ, PYTORCH_TESTING_DEVICE_ONLY_FOR="cpu",
+               TORCHINDUCTOR_CACHE_DIR=str(log_dir / "inductor-cache"))
+    run_pytest(command, test_dir, env, log, timeout)
+    cpu_results, _ = read_outcomes(outcomes)
+    for cpu_result in cpu_results:
+        if cpu_result.outcome == FAILED and cpu_result.id in failed:
+            neuron_result = failed[cpu_result.id]
+            neuron_result.outcome = CPU_TOO
+            neuron_result.message = f"{neuron_result.message}\n(on the CPU: {cpu_result.message})"
+
+
 def run_file(test_file: str, test_dir: Path, log_dir: Path, socket_path: Path,
              timeout: float) -> FileRun:
     stem = Path(test_file).stem
@@ -284,7 +324,7 @@ def pytest_child(outcomes: Path, pytest_args: list[str]) -> int:
 
 # A test reports per phase (setup, call, teardown): a failing phase decides
 # its outcome, then a skip, then the call passing.
-OUTCOME_RANK = {PASSED: 0, SKIPPED: 1, FAILED: 2}
+OUTCOME_RANK = {PASSED: 0, SKIPPED: 1, FAILED: 2, CPU_TOO: 2}
 
 
 def read_outcomes(path: Path) -> tuple[list[CaseResult], str | None]:
@@ -383,8 +423,9 @@ def judge(runs: list[FileRun], xfail: dict[str, dict]) -> Verdict:
             seen[result.id] = result.outcome
             if result.outcome == FAILED:
                 (verdict.expected if result.id in xfail else verdict.unexpected).append(result)
-            elif result.outcome == PASSED and result.id in xfail:
-                verdict.stale.append((result.id, "passes"))
+            elif result.outcome in (PASSED, CPU_TOO) and result.id in xfail:
+                verdict.stale.append((result.id, "passes" if result.outcome == PASSED
+                                      else "fails on the CPU too"))
     # A listed test that no longer exists is stale too, but only a file that
     # ran to its end can tell.
     finished = {run.name for run in runs if not run.problem}
@@ -402,7 +443,8 @@ def counts(results: list[CaseResult]) -> Counter:
 
 
 def summary_line(tally: Counter) -> str:
-    return f"{tally[PASSED]} passed, {tally[FAILED]} failed, {tally[SKIPPED]} skipped"
+    cpu_too = f", {tally[CPU_TOO]} fail on the CPU too" if tally[CPU_TOO] else ""
+    return f"{tally[PASSED]} passed, {tally[FAILED]} failed{cpu_too}, {tally[SKIPPED]} skipped"
 
 
 def pass_rate(tally: Counter) -> str:
@@ -435,6 +477,8 @@ def print_report(runs: list[FileRun], verdict: Verdict, log_dir: Path) -> None:
     print()
     print_files(runs)
     print_classes(verdict.unexpected, "Unexpected failures")
+    print_classes([result for run in runs for result in run.results if result.outcome == CPU_TOO],
+                  "Failures the CPU has too (not counted)")
     if verdict.expected:
         print(f"\n{len(verdict.expected)} failures are expected (listed in the xfail file).")
     for test_id, why in verdict.stale:
@@ -473,6 +517,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--xfail-file", type=Path, default=XFAIL_PATH, metavar="PATH",
                         help="the expected-failure list (default tests/upstream_xfail.json)")
     parser.add_argument("--log-dir", type=Path, help="where pytest logs and reports go")
+    parser.add_argument("--no-cpu-rerun", action="store_true",
+                        help="do not rerun failures on the CPU (see CPU_TOO)")
     parser.add_argument("--json", type=Path, metavar="PATH",
                         help="write every test's outcome and message here")
     return parser.parse_args(argv)
@@ -491,6 +537,8 @@ def run_files(files: list[str], args: argparse.Namespace, test_dir: Path, log_di
     def one(name: str) -> FileRun:
         print(f"running {name} ...", flush=True)
         run = run_file(name, test_dir, log_dir, socket_path, args.timeout)
+        if not args.no_cpu_rerun:
+            rerun_failures_on_cpu(run, test_dir, log_dir, args.timeout)
         note = f" [{run.problem}]" if run.problem else ""
         print(f"{name}: {summary_line(counts(run.results))} in {run.seconds:.0f} s{note}",
               flush=True)
