@@ -197,3 +197,11 @@ def test_a_sampler_with_an_out_tensor_it_resizes_draws_once():
     torch.randperm(6, out=out)
     after = torch.randperm(6, device="neuron")
     assert torch.equal(out.cpu(), expected[0]) and torch.equal(after.cpu(), expected[1])
+
+
+def test_arange_into_an_out_tensor_of_another_count_warns_as_on_the_cpu():
+    line = torch.zeros(1, 49, device="neuron")
+    with pytest.warns(UserWarning, match="The out tensor will be resized to a tensor of shape \\(50,\\)"):
+        torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32, out=line)
+    assert line.shape == (50,)
+    torch.testing.assert_close(line.cpu(), torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32))

@@ -209,6 +209,15 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
     at::Tensor real = arguments[argument].toTensor();
     const at::Tensor& shaped = meta[r].toTensor();
     if (info.out_keeps_shape_of_right_count && real.numel() == shaped.numel()) continue;
+    if (info.out_keeps_shape_of_right_count && real.numel() > 0 &&
+        schema.name() == "aten::arange") {
+      // The CPU's and CUDA's arange say so (a step that does not divide the
+      // range exactly); linspace and logspace resize silently.
+      TORCH_WARN("The number of elements in the out tensor of shape ", real.sizes(), " is ",
+                 real.numel(), " which does not match the computed number of elements ",
+                 shaped.numel(), ". Note that this may occur as a result of rounding error. "
+                 "The out tensor will be resized to a tensor of shape (", shaped.numel(), ",).");
+    }
     if (!real.sizes().equals(shaped.sizes())) {
       real.resize_(shaped.sizes());
       *resized = true;
