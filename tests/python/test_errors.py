@@ -31,6 +31,20 @@ def test_an_asynchronous_index_error_raises_once_at_the_next_sync():
     torch.testing.assert_close(F.embedding(good, weight).cpu(), expected)
 
 
+def test_after_a_signatures_launch_fails_its_next_errors_come_at_the_call():
+    # A shape no other test uses: the signature's first launch is this one.
+    a = torch.zeros(7, 3, device="neuron")
+    for bad in (7, -8, 100):
+        index = torch.ones(13, dtype=torch.int64, device="neuron")
+        index[-1] = bad
+        with pytest.raises(IndexError, match="out of bounds"):
+            a[index]
+        with pytest.raises(IndexError, match="out of bounds"):
+            a[index] = 1.0
+    a[torch.ones(13, dtype=torch.int64, device="neuron")] = 2.0
+    assert a.sum().item() == 6.0
+
+
 def test_index_errors_have_the_cpus_type():
     with pytest.raises(IndexError, match="out of bounds"):
         torch.zeros(3, device="neuron")[torch.tensor([5], device="neuron")].cpu()

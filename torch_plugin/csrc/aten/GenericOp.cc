@@ -86,7 +86,18 @@ struct Plan {
   // outputs it takes.
   std::vector<size_t> list_lengths;
   bool uses_out_variant = false;
+  // How many of the signature's next launches are waited for, because one
+  // of its waited launches failed (see LaunchArguments). The only mutable
+  // part of a plan.
+  mutable std::atomic<uint32_t> launches_to_wait{0};
 };
+
+// After a waited launch of a signature fails (an index out of range, ...),
+// its next launches are waited for too, so that a program that caught the
+// error and goes on gets the next one at its call as well, not at a later
+// unrelated sync. Bounded, so that a loop that keeps going after one error
+// is not slowed for good.
+constexpr uint32_t kWaitedLaunchesAfterAnError = 32;
 
 absl::Mutex plan_mutex(absl::kConstInit);
 absl::flat_hash_map<std::string, std::shared_ptr<const Plan>>& Plans()
@@ -393,8 +404,18 @@ LaunchedCall LaunchArguments(const c10::OperatorHandle& op, const OpInfo& info,
     // kernel raises where meta inference did not (a dtype the kernel lacks)
     // come at the call, with the CPU's exception type, as on the CPU and
     // CUDA. Later launches stay asynchronous; their errors come at the next
-    // sync.
-    if (new_signature) ThrowIfError(stream.Synchronize(), info.qualified);
+    // sync, unless one of the signature's waited launches failed.
+    uint32_t to_wait = plan.launches_to_wait.load(std::memory_order_relaxed);
+    while (to_wait > 0 && !plan.launches_to_wait.compare_exchange_weak(
+                              to_wait, to_wait - 1, std::memory_order_relaxed)) {
+    }
+    if (new_signature || to_wait > 0) {
+      const absl::Status status = stream.Synchronize();
+      if (!status.ok()) {
+        plan.launches_to_wait.store(kWaitedLaunchesAfterAnError, std::memory_order_relaxed);
+      }
+      ThrowIfError(status, info.qualified);
+    }
     return call;
   }
 }
