@@ -25,6 +25,7 @@ ran from their current failures, reason "TODO", to be filled in by hand.
 
 Options: --pytorch-src DIR (required), --only FILE (repeatable), --timeout S
 (per file, default 1800), --jobs N (files at once, default 1), --write-xfail,
+--sim-preset NAME (the daemon's simulated device, default trn2.3xlarge),
 --no-cpu-rerun (by default a file's failures are rerun on the CPU, and those
 that fail there too are counted apart: the suite's, not the device's),
 --xfail-file PATH (another list than tests/upstream_xfail.json), --log-dir DIR
@@ -108,14 +109,15 @@ class FileRun:
 # --- the daemon -------------------------------------------------------------
 
 
-def start_daemon(socket_dir: Path, log_path: Path) -> subprocess.Popen:
-    """Starts a neuron-rtd of this run's own on a socket in `socket_dir` and
-    returns once it serves (its sd_notify READY=1), so every test file talks
-    to the same daemon and none depends on a developer's running one."""
+def start_daemon(socket_dir: Path, log_path: Path, preset: str) -> subprocess.Popen:
+    """Starts a neuron-rtd of this run's own, simulating `preset`, on a socket
+    in `socket_dir` and returns once it serves (its sd_notify READY=1), so
+    every test file talks to the same daemon and none depends on a
+    developer's running one."""
     import torch_neuronx
 
     config = socket_dir / "neuron-rtd.toml"
-    config.write_text("")  # the defaults: the simulated device
+    config.write_text(f'[sim]\npreset = "{preset}"\n')
     notify_path = socket_dir / "notify.sock"
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(str(notify_path))
@@ -517,6 +519,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--xfail-file", type=Path, default=XFAIL_PATH, metavar="PATH",
                         help="the expected-failure list (default tests/upstream_xfail.json)")
     parser.add_argument("--log-dir", type=Path, help="where pytest logs and reports go")
+    parser.add_argument("--sim-preset", default="trn2.3xlarge", metavar="NAME",
+                        help="the simulated device the run's daemon has (default trn2.3xlarge, "
+                             "24 GiB of HBM per core, as the smallest Trainium2 instance; "
+                             "PyTorch's large-tensor tests need more than the dev preset's)")
     parser.add_argument("--no-cpu-rerun", action="store_true",
                         help="do not rerun failures on the CPU (see CPU_TOO)")
     parser.add_argument("--json", type=Path, metavar="PATH",
@@ -563,7 +569,7 @@ def main(argv: list[str]) -> int:
     # The daemon's socket lives in a short private directory: socket paths
     # are limited to about 100 bytes and a --log-dir may be deep.
     with tempfile.TemporaryDirectory(prefix="neuron-upstream-") as socket_dir:
-        daemon = start_daemon(Path(socket_dir), log_dir / "neuron-rtd.log")
+        daemon = start_daemon(Path(socket_dir), log_dir / "neuron-rtd.log", args.sim_preset)
         try:
             runs = run_files(files, args, test_dir, log_dir, Path(socket_dir) / "neuron-rtd.sock")
         finally:
