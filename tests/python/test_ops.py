@@ -205,3 +205,17 @@ def test_arange_into_an_out_tensor_of_another_count_warns_as_on_the_cpu():
         torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32, out=line)
     assert line.shape == (50,)
     torch.testing.assert_close(line.cpu(), torch.arange(-1, 1, 2.0 / 49, dtype=torch.float32))
+
+
+def test_multilabel_margin_loss_of_one_sample_without_reduction_is_0_d_as_on_the_cpu():
+    # Its meta kernel (a decomposition) makes the vector a batch of one.
+    x = torch.randn(4, requires_grad=True)
+    target = torch.tensor([1, -1, 0, 0])
+    expected = torch.nn.functional.multilabel_margin_loss(x, target, reduction="none")
+    on_device = x.detach().to("neuron").requires_grad_()
+    got = torch.nn.functional.multilabel_margin_loss(on_device, target.to("neuron"), reduction="none")
+    assert got.shape == expected.shape == ()
+    torch.testing.assert_close(got.detach().cpu(), expected.detach())
+    expected.backward()
+    got.backward()
+    torch.testing.assert_close(on_device.grad.cpu(), x.grad)
