@@ -237,6 +237,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
                                                        OsSysCalls& sys_calls) {
   absl::StatusOr<std::map<uint32_t, uint32_t>> weights = WeightsByUid(config.scheduler);
   if (!weights.ok()) return weights.status();
+  // The socket first: a second daemon started on a path already served (processes racing to
+  // start one) exits at once, before it probes interpreters and builds a device.
+  const ListenerOptions listener_options = MakeListenerOptions(config.server);
+  absl::StatusOr<std::unique_ptr<UnixSocketListener>> listener =
+      UnixSocketListener::Create(listener_options, sys_calls);
+  if (!listener.ok()) return listener.status();
   const std::string sim_plugin =
       config.device.sim_plugin.empty() ? hal::DefaultSimPluginPath() : config.device.sim_plugin;
   std::unique_ptr<compiler::CompileService> graph_compiler =
@@ -256,11 +262,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonConfig& confi
                                              .graph_compiler = graph_compiler.get()},
                          sys_calls);
   if (!backend.ok()) return backend.status();
-
-  const ListenerOptions listener_options = MakeListenerOptions(config.server);
-  absl::StatusOr<std::unique_ptr<UnixSocketListener>> listener =
-      UnixSocketListener::Create(listener_options, sys_calls);
-  if (!listener.ok()) return listener.status();
 
   std::unique_ptr<collectives::FabricRouter> fabric;
   if (!config.fabric.provider.empty()) {

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 FIRST_USE = (
     "import torch\n"
@@ -23,6 +24,13 @@ def _daemon_pids(socket_path):
     out = subprocess.run(["pgrep", "-f", f"^[^ ]*neuron-rtd --socket {socket_path}"],
                          capture_output=True, text=True).stdout
     return [int(pid) for pid in out.split()]
+
+
+def _wait_until_no_daemon(socket_path, timeout_s=120):
+    deadline = time.monotonic() + timeout_s
+    while _daemon_pids(socket_path):
+        assert time.monotonic() < deadline, f"a neuron-rtd on {socket_path} did not exit"
+        time.sleep(0.05)
 
 
 def test_autostart_is_off_with_a_clear_error(tmp_path):
@@ -45,11 +53,11 @@ def test_racing_processes_start_exactly_one_daemon(tmp_path):
             assert out.split()[0] == "6.0"
         announced = sum("started a per-user one" in err for _, err in outputs)
         assert announced >= 1
-        pids = _daemon_pids(socket_path)
-        assert len(pids) <= 1
-        # Every process used that one daemon: it logged four sessions.
+        # Every daemon a racing process started has exited by now or exits
+        # soon: the losers at once, the winner once idle. Exactly one served.
+        _wait_until_no_daemon(socket_path)
         log = (tmp_path / "rtd.sock.log").read_text()
-        assert log.count("opened session") + log.count("session ") >= 1
+        assert log.count("neuron-rtd serving ") == 1, log
     finally:
         for pid in _daemon_pids(socket_path):
             os.kill(pid, signal.SIGTERM)

@@ -19,6 +19,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
@@ -108,6 +109,21 @@ TEST_F(DaemonLifecycleTest, SecondDaemonOnTheSameSocketIsRefused) {
   absl::StatusOr<neuronrt::HealthInfo> health = Health(socket_);
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(health->daemon_pid, (*first)->pid());
+}
+
+// Processes racing to start a daemon start several; the losers must exit at
+// once, not after probing interpreters and building a device they never use.
+TEST_F(DaemonLifecycleTest, ASecondDaemonChecksTheSocketBeforeItBuildsADevice) {
+  auto first = testing::StartDaemon({"--socket", socket_});
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = testing::Subprocess::Spawn(testing::DaemonArgv(
+      {"--socket", socket_, "--device-backend", "nrt", "--nrt-library", "/nonexistent/libnrt.so.1"}));
+  ASSERT_TRUE(second.ok());
+  absl::StatusOr<int> code = (*second)->Wait();
+  ASSERT_TRUE(code.ok());
+  EXPECT_EQ(*code, 1);
+  EXPECT_THAT((*second)->Stderr(), HasSubstr("already serving unix:" + socket_));
+  EXPECT_THAT((*second)->Stderr(), Not(HasSubstr("libnrt")));
 }
 
 TEST_F(DaemonLifecycleTest, DaemonsStartingAtOnceElectExactlyOne) {
