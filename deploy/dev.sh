@@ -238,10 +238,10 @@ SANITIZE_DIR="$ROOT/build-asan"
 
 # The fast slice of `sanitize` that `test` (CI) runs: the suites that feed
 # the daemon what a hostile client or peer can send (records, RPCs,
-# executables, NKI kernels, fabric messages, configuration), the units that
-# decode it, and the chaos tests' killed clients. `sanitize` builds and runs
-# every suite.
-SANITIZER_SLICE_TARGETS=(command_ring_abi_test config_test core_queue_test memory_test
+# executables, NKI kernels, fabric messages, configuration, the records of a
+# shared compiled-graph cache), the units that decode it, and the chaos
+# tests' killed clients. `sanitize` builds and runs every suite.
+SANITIZER_SLICE_TARGETS=(command_ring_abi_test config_test compiler_test core_queue_test memory_test
                          nki_kernel_check_test nki_interpreter_test data_plane_test
                          host_collectives_test chaos_test chaos_client record_decoder_fuzz
                          executable_load_fuzz rpc_fuzz fabric_message_fuzz)

@@ -5,13 +5,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <set>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/common/host_name.h"
 #include "neuron/rtd/content_hash.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -21,12 +25,54 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr std::string_view kTemporaryPrefix = ".tmp.";
+constexpr size_t kPackageHashDigits = 16;
+
 std::optional<std::string> ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) return std::nullopt;
   std::stringstream content;
   content << file.rdbuf();
   return content.str();
+}
+
+// Records are files on disk another daemon wrote, or a damaged one: every
+// field is checked for its type.
+std::string StringField(const nlohmann::json& object, const char* name) {
+  if (!object.is_object()) return "";
+  const auto found = object.find(name);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : "";
+}
+
+template <typename Number>
+Number NumberField(const nlohmann::json& object, const char* name) {
+  if (!object.is_object()) return Number{};
+  const auto found = object.find(name);
+  return found != object.end() && found->is_number() ? found->get<Number>() : Number{};
+}
+
+// The package a record of `key` names: KEY.HASH.pt2, nothing else (a
+// damaged record must not name a file elsewhere).
+std::optional<std::string> PackageNamed(const nlohmann::json& record, const std::string& key) {
+  const std::string name = StringField(record, "package");
+  const std::string prefix = key + ".";
+  if (!name.starts_with(prefix) || !name.ends_with(".pt2") ||
+      name.size() != prefix.size() + kPackageHashDigits + 4) {
+    return std::nullopt;
+  }
+  const std::string_view hash(name.data() + prefix.size(), kPackageHashDigits);
+  if (hash.find_first_not_of("0123456789abcdef") != std::string_view::npos) return std::nullopt;
+  return name;
+}
+
+// This daemon among the writers of a shared directory: host and pid.
+std::string WriterName() { return absl::StrFormat("%s-%d", FileNameSafeHostName(), ::getpid()); }
+
+bool OlderThan(const fs::directory_entry& entry, absl::Duration age) {
+  std::error_code error;
+  const fs::file_time_type written = entry.last_write_time(error);
+  if (error) return false;
+  return fs::file_time_type::clock::now() - written >= absl::ToChronoNanoseconds(age);
 }
 
 }  // namespace
@@ -56,21 +102,33 @@ absl::StatusOr<std::unique_ptr<ArtifactCache>> ArtifactCache::Open(ArtifactCache
         "uid %d, mode %o): neuron-rtd loads native code from it",
         options.directory, ::geteuid(), status.st_uid, status.st_mode & 07777));
   }
-  return std::unique_ptr<ArtifactCache>(new ArtifactCache(std::move(options), sys_calls));
+  return std::unique_ptr<ArtifactCache>(
+      new ArtifactCache(std::move(options), WriterName(), sys_calls));
+}
+
+std::string ArtifactCache::TemporaryName(const std::string& stem) const {
+  static std::atomic<uint64_t> temporaries{0};
+  return absl::StrFormat("%s%s.%s.%d", kTemporaryPrefix, stem, writer_,
+                         temporaries.fetch_add(1, std::memory_order_relaxed));
 }
 
 std::optional<std::string> ArtifactCache::Find(const std::string& key) {
   absl::MutexLock lock(&mutex_);
-  const std::string package = options_.directory + "/" + key + ".pt2";
   const std::string record_path = options_.directory + "/" + key + ".json";
   const std::optional<std::string> record_text = ReadFile(record_path);
   if (!record_text) return std::nullopt;
   const nlohmann::json record = nlohmann::json::parse(*record_text, nullptr, false);
-  const std::optional<std::string> content = ReadFile(package);
-  if (!record.is_object() || !content || ContentHash(*content) != record.value("hash", "")) {
-    spdlog::warn("compiled graph {} in {} is damaged; it is removed and will be compiled again",
-                 key, options_.directory);
-    RemoveLocked(key);
+  const std::optional<std::string> name = PackageNamed(record, key);
+  const std::string package = name ? options_.directory + "/" + *name : "";
+  const std::optional<std::string> content = name ? ReadFile(package) : std::nullopt;
+  if (!content || ContentHash(*content) != StringField(record, "hash")) {
+    // Another daemon may have stored this key again since the record was
+    // read: only a record that is still the one read is removed.
+    if (ReadFile(record_path) == record_text) {
+      spdlog::warn("compiled graph {} in {} is damaged; it is removed and will be compiled again",
+                   key, options_.directory);
+      RemoveLocked(key);
+    }
     return std::nullopt;
   }
   // The record's modification time is the package's last use.
@@ -78,39 +136,64 @@ std::optional<std::string> ArtifactCache::Find(const std::string& key) {
   return package;
 }
 
-absl::StatusOr<std::string> ArtifactCache::Store(const std::string& key,
+absl::StatusOr<std::string> ArtifactCache::Store(const CompileKey& key,
                                                  const std::string& package,
                                                  const std::string& graph_name,
                                                  double compile_seconds) {
   absl::MutexLock lock(&mutex_);
-  const std::string stored = options_.directory + "/" + key + ".pt2";
+  const std::string digest = key.Digest();
+  const std::string incoming = options_.directory + "/" + TemporaryName(digest + ".pt2");
   std::error_code error;
-  fs::rename(package, stored, error);
+  fs::rename(package, incoming, error);
   if (error) {
     // Another file system: copied, then the original removed.
-    fs::copy_file(package, stored, fs::copy_options::overwrite_existing, error);
+    fs::copy_file(package, incoming, fs::copy_options::overwrite_existing, error);
     if (error) {
+      fs::remove(incoming, error);
       return absl::InternalError(absl::StrFormat("storing %s in %s: %s", package,
                                                  options_.directory, error.message()));
     }
     fs::remove(package, error);
   }
-  const std::optional<std::string> content = ReadFile(stored);
-  if (!content) return absl::InternalError(absl::StrFormat("cannot read back %s", stored));
-  const nlohmann::json record{{"hash", ContentHash(*content)},
+  const std::optional<std::string> content = ReadFile(incoming);
+  if (!content) {
+    fs::remove(incoming, error);
+    return absl::InternalError(absl::StrFormat("cannot read back %s", incoming));
+  }
+  const std::string hash = ContentHash(*content);
+  const std::string name = absl::StrCat(digest, ".", hash.substr(0, kPackageHashDigits), ".pt2");
+  const std::string stored = options_.directory + "/" + name;
+  fs::rename(incoming, stored, error);
+  if (error) {
+    fs::remove(incoming, error);
+    return absl::InternalError(absl::StrFormat("cannot publish %s: %s", stored, error.message()));
+  }
+  const nlohmann::json record{{"package", name},
+                              {"hash", hash},
                               {"bytes", content->size()},
                               {"graph", graph_name},
-                              {"compile_seconds", compile_seconds}};
-  const std::string record_path = options_.directory + "/" + key + ".json";
-  const std::string temporary = record_path + ".tmp";
+                              {"compile_seconds", compile_seconds},
+                              {"key",
+                               {{"graph", key.graph},
+                                {"torch", key.torch_version},
+                                {"flags", key.compiler_flags},
+                                {"cpu", key.cpu}}}};
+  const std::string record_path = options_.directory + "/" + digest + ".json";
+  const std::string temporary = options_.directory + "/" + TemporaryName(digest + ".json");
   {
     std::ofstream file(temporary, std::ios::trunc);
     file << record.dump();
-    if (!file) return absl::InternalError(absl::StrFormat("cannot write %s", temporary));
+    if (!file) {
+      fs::remove(temporary, error);
+      return absl::InternalError(absl::StrFormat("cannot write %s", temporary));
+    }
   }
   fs::rename(temporary, record_path, error);
-  if (error) return absl::InternalError(absl::StrFormat("cannot write %s", record_path));
-  EvictLocked(key);
+  if (error) {
+    fs::remove(temporary, error);
+    return absl::InternalError(absl::StrFormat("cannot write %s", record_path));
+  }
+  EvictLocked(digest);
   return stored;
 }
 
@@ -118,15 +201,22 @@ std::vector<StoredArtifact> ArtifactCache::ListLocked() const {
   std::vector<StoredArtifact> artifacts;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(options_.directory, error)) {
-    if (entry.path().extension() != ".json") continue;
+    const std::string file = entry.path().filename();
+    if (entry.path().extension() != ".json" || file.starts_with(".")) continue;
     const std::optional<std::string> text = ReadFile(entry.path());
     if (!text) continue;
     const nlohmann::json record = nlohmann::json::parse(*text, nullptr, false);
     if (!record.is_object()) continue;
-    artifacts.push_back(StoredArtifact{.key = entry.path().stem(),
-                                       .graph_name = record.value("graph", ""),
-                                       .bytes = record.value("bytes", uint64_t{0}),
-                                       .compile_seconds = record.value("compile_seconds", 0.0)});
+    const nlohmann::json parts = record.contains("key") ? record["key"] : nlohmann::json();
+    artifacts.push_back(StoredArtifact{
+        .key = entry.path().stem(),
+        .parts = CompileKey{.graph = StringField(parts, "graph"),
+                            .torch_version = StringField(parts, "torch"),
+                            .compiler_flags = StringField(parts, "flags"),
+                            .cpu = StringField(parts, "cpu")},
+        .graph_name = StringField(record, "graph"),
+        .bytes = NumberField<uint64_t>(record, "bytes"),
+        .compile_seconds = NumberField<double>(record, "compile_seconds")});
   }
   return artifacts;
 }
@@ -143,12 +233,41 @@ uint64_t ArtifactCache::bytes() const {
 }
 
 void ArtifactCache::RemoveLocked(const std::string& key) {
+  const std::string record_path = options_.directory + "/" + key + ".json";
   std::error_code error;
-  fs::remove(options_.directory + "/" + key + ".json", error);
-  fs::remove(options_.directory + "/" + key + ".pt2", error);
+  if (const std::optional<std::string> text = ReadFile(record_path)) {
+    const nlohmann::json record = nlohmann::json::parse(*text, nullptr, false);
+    if (const std::optional<std::string> name = PackageNamed(record, key)) {
+      fs::remove(options_.directory + "/" + *name, error);
+    }
+  }
+  fs::remove(record_path, error);
+}
+
+void ArtifactCache::RemoveOrphansLocked(absl::Duration min_age) {
+  std::set<std::string> named;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(options_.directory, error)) {
+    const std::string file = entry.path().filename();
+    if (entry.path().extension() != ".json" || file.starts_with(".")) continue;
+    const std::optional<std::string> text = ReadFile(entry.path());
+    if (!text) continue;
+    const nlohmann::json record = nlohmann::json::parse(*text, nullptr, false);
+    if (std::optional<std::string> name = PackageNamed(record, entry.path().stem())) {
+      named.insert(*std::move(name));
+    }
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(options_.directory, error)) {
+    if (!entry.is_regular_file(error)) continue;
+    const std::string file = entry.path().filename();
+    const bool orphan = file.starts_with(kTemporaryPrefix) ||
+                        (entry.path().extension() == ".pt2" && !named.contains(file));
+    if (orphan && OlderThan(entry, min_age)) fs::remove(entry.path(), error);
+  }
 }
 
 void ArtifactCache::EvictLocked(const std::string& keep) {
+  RemoveOrphansLocked(options_.orphan_age);
   std::vector<StoredArtifact> artifacts = ListLocked();
   uint64_t total = 0;
   for (const StoredArtifact& artifact : artifacts) total += artifact.bytes;
@@ -171,6 +290,7 @@ uint64_t ArtifactCache::Clear() {
   absl::MutexLock lock(&mutex_);
   const std::vector<StoredArtifact> artifacts = ListLocked();
   for (const StoredArtifact& artifact : artifacts) RemoveLocked(artifact.key);
+  RemoveOrphansLocked(absl::ZeroDuration());
   return artifacts.size();
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/compiler/compile_service.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -57,13 +59,19 @@ CompileService::~CompileService() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string CompileService::KeyOf(const hal::GraphPlan& graph) const {
-  return ContentHash(absl::StrFormat("%s\ntorch %s\n%s\ncpu %s\n", GraphJson(graph),
-                                     options_.torch_version, kCompilerFlags, options_.cpu_id));
+CompileKey CompileService::KeyOf(const hal::GraphPlan& graph) const {
+  return KeyOfJson(GraphJson(graph));
+}
+
+CompileKey CompileService::KeyOfJson(const std::string& graph_json) const {
+  return CompileKey{.graph = ContentHash(graph_json),
+                    .torch_version = options_.torch_version,
+                    .compiler_flags = kCompilerFlags,
+                    .cpu = options_.cpu_id};
 }
 
 std::optional<GraphCompiler::Package> CompileService::Cached(const hal::GraphPlan& graph) {
-  std::optional<std::string> found = cache_->Find(KeyOf(graph));
+  std::optional<std::string> found = cache_->Find(KeyOf(graph).Digest());
   if (!found) return std::nullopt;
   absl::MutexLock lock(&mutex_);
   ++stats_.cache_hits;
@@ -71,7 +79,8 @@ std::optional<GraphCompiler::Package> CompileService::Cached(const hal::GraphPla
 }
 
 void CompileService::Request(const hal::GraphPlan& graph, Ready ready) {
-  Job job{.key = KeyOf(graph), .name = graph.name, .graph_json = GraphJson(graph),
+  std::string graph_json = GraphJson(graph);
+  Job job{.key = KeyOfJson(graph_json), .name = graph.name, .graph_json = std::move(graph_json),
           .ready = std::move(ready)};
   absl::MutexLock lock(&mutex_);
   if (stopping_) return;
@@ -129,7 +138,7 @@ void CompileService::FindWorker() {
 }
 
 absl::StatusOr<GraphCompiler::Package> CompileService::Build(const Job& job) {
-  if (std::optional<std::string> found = cache_->Find(job.key)) {
+  if (std::optional<std::string> found = cache_->Find(job.key.Digest())) {
     absl::MutexLock lock(&mutex_);
     ++stats_.cache_hits;
     return Package{.path = *found};
@@ -142,8 +151,9 @@ absl::StatusOr<GraphCompiler::Package> CompileService::Build(const Job& job) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "%s, not this daemon's torch %s", same_torch.message(), options_.torch_version));
   }
-  const std::string output = absl::StrFormat("%s/pending-%d.pt2", options_.worker.scratch_dir,
-                                             next_output_++);
+  // The scratch directory may be on a file system other daemons share.
+  const std::string output = absl::StrFormat("%s/pending-%d-%d.pt2", options_.worker.scratch_dir,
+                                             ::getpid(), next_output_++);
   const auto started = std::chrono::steady_clock::now();
   if (absl::Status compiled = worker_.Compile(job.graph_json, output); !compiled.ok()) {
     return compiled;

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/compiler/artifact_cache.h"
+#include "daemon/compiler/compile_key.h"
 #include "daemon/compiler/compiler_worker.h"
 #include "daemon/compiler/graph_compiler.h"
 
@@ -73,11 +74,11 @@ class CompileService final : public GraphCompiler {
   ArtifactCache& cache() { return *cache_; }
   // The key of `graph`'s package: the graph's content, torch's version, the
   // compiler's flags and the CPU.
-  std::string KeyOf(const hal::GraphPlan& graph) const;
+  CompileKey KeyOf(const hal::GraphPlan& graph) const;
 
  private:
   struct Job {
-    std::string key;
+    CompileKey key;
     std::string name;
     std::string graph_json;
     Ready ready;
@@ -91,6 +92,7 @@ class CompileService final : public GraphCompiler {
   // OK when `worker` runs the daemon's torch.
   absl::Status CheckTorch(const WorkerInfo& worker) const;
   absl::StatusOr<Package> Build(const Job& job);
+  CompileKey KeyOfJson(const std::string& graph_json) const;
 
   const CompileServiceOptions options_;
   const std::unique_ptr<ArtifactCache> cache_;

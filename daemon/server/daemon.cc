@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "daemon/common/host_name.h"
 #include "daemon/common/random_bytes.h"
 #include "daemon/compiler/python_for_torch.h"
 #include "daemon/hal/backend_factory.h"
@@ -174,7 +175,9 @@ std::unique_ptr<compiler::CompileService> MakeCompiler(
           compiler::CompileServiceOptions{
               .worker = compiler::WorkerOptions{
                   .script = CompilerWorkerScript(settings),
-                  .scratch_dir = cache_dir + "/worker",
+                  // Per host: the directory may be shared by the daemons of
+                  // many hosts, and Inductor's own cache is for one CPU.
+                  .scratch_dir = cache_dir + "/worker-" + FileNameSafeHostName(),
                   .timeout = absl::Seconds(settings.timeout_seconds),
                   .max_memory_bytes = settings.max_worker_memory_bytes},
               .pythons = CompilerPythons(settings, **plugin, sys_calls),
