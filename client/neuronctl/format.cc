@@ -274,9 +274,38 @@ nlohmann::json ExecutablesJson(const std::vector<neuronrt::CachedExecutable>& ex
                     {"tier", executable.tier},
                     {"compile_state", executable.compile_state},
                     {"compile_seconds", executable.compile_seconds},
-                    {"host_threads", executable.host_threads}});
+                    {"host_threads", executable.host_threads},
+                    {"compile_key", executable.compile_key},
+                    {"disk_cache", executable.disk_cache}});
   }
   return {{"executables", std::move(list)}};
+}
+
+absl::StatusOr<std::string> CacheWhyText(
+    const std::vector<neuronrt::CachedExecutable>& executables, const std::string& graph) {
+  std::string text;
+  std::vector<std::string> graphs;
+  for (const neuronrt::CachedExecutable& executable : executables) {
+    if (executable.kind != "graph") continue;
+    graphs.push_back(executable.name);
+    if (executable.name != graph && absl::StrFormat("%d", executable.executable_id) != graph) {
+      continue;
+    }
+    absl::StrAppendFormat(&text, "graph %s (executable %d), %d launch(es): tier %d, %s\n",
+                          executable.name, executable.executable_id, executable.launches,
+                          executable.tier, executable.compile_state);
+    absl::StrAppendFormat(&text, "  disk cache: %s\n",
+                          executable.disk_cache.empty()
+                              ? "none: this daemon does not compile graphs (`neuronctl cache` "
+                                "says why)"
+                              : executable.disk_cache);
+  }
+  if (!text.empty()) return text;
+  std::sort(graphs.begin(), graphs.end());
+  graphs.erase(std::unique(graphs.begin(), graphs.end()), graphs.end());
+  return absl::NotFoundError(absl::StrFormat(
+      "no graph executable is named %s or has that id; the daemon holds %s", graph,
+      graphs.empty() ? std::string("none") : absl::StrJoin(graphs, ", ")));
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "neuronrt/device_info.h"
 #include "neuronrt/stats.h"
@@ -46,6 +47,11 @@ nlohmann::json CacheJson(const neuronrt::CacheInfo& cache);
 // `neuronctl cache ls`.
 std::string ExecutablesTable(const std::vector<neuronrt::CachedExecutable>& executables);
 nlohmann::json ExecutablesJson(const std::vector<neuronrt::CachedExecutable>& executables);
+// `neuronctl cache why GRAPH`: the graph executables named GRAPH (or with
+// that id), their tier and whether the disk cache holds their package or
+// why not. NOT_FOUND, naming the graphs there are, when none matches.
+absl::StatusOr<std::string> CacheWhyText(
+    const std::vector<neuronrt::CachedExecutable>& executables, const std::string& graph);
 
 // "off", "starting its worker", "ready (PYTHON, torch VERSION)" or
 // "cannot compile: WHY".

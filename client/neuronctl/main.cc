@@ -131,6 +131,11 @@ int main(int argc, char** argv) {
       "ls", "every cached executable: kind, tier, bytes, holders, launches, compile time");
   bool cache_ls_json = false;
   cache_ls->add_flag("--json", cache_ls_json, "print JSON instead of a table");
+  CLI::App* cache_why = cache->add_subcommand(
+      "why", "whether a graph's compiled package is in the disk cache, or why not");
+  std::string cache_why_graph;
+  cache_why->add_option("graph", cache_why_graph, "the graph executable's name or id")
+      ->required();
 
   CLI::App* grant = app.add_subcommand(
       "grant", "grants: cores and an HBM quota served on a socket directory of their own (for "
@@ -256,6 +261,18 @@ int main(int argc, char** argv) {
       std::printf("%llu compiled graph(s) removed from disk\n",
                   static_cast<unsigned long long>(removed->disk_entries));
     }
+    return 0;
+  }
+
+  if (*cache_why) {
+    absl::StatusOr<neuronrt::CacheInfo> info = (*client)->GetCacheInfo(/*list_executables=*/true);
+    if (!info.ok()) return Report(info.status(), address);
+    absl::StatusOr<std::string> why = neuronctl::CacheWhyText(info->executables, cache_why_graph);
+    if (!why.ok()) {
+      std::fprintf(stderr, "neuronctl: %s\n", std::string(why.status().message()).c_str());
+      return kExitError;
+    }
+    std::cout << *why;
     return 0;
   }
 

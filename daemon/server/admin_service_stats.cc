@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/time/time.h"
 #include "daemon/common/process_usage.h"
+#include "daemon/compiler/cache_miss.h"
 #include "daemon/server/admin_service.h"
 #include "daemon/server/device_proto.h"
 #include "daemon/server/grpc_status.h"
@@ -215,8 +216,9 @@ void AdminService::FillCacheInfo(bool list_executables,
   response->set_max_bytes_per_user(stats.limits.max_bytes_per_user);
   v1::CompilerInfo* compiler = response->mutable_compiler();
   FillCompilerInfo(compiler);
+  std::vector<compiler::StoredArtifact> stored;
   if (compiler_ != nullptr) {
-    const std::vector<compiler::StoredArtifact> stored = compiler_->cache().List();
+    stored = compiler_->cache().List();
     uint64_t disk_bytes = 0;
     for (const compiler::StoredArtifact& artifact : stored) disk_bytes += artifact.bytes;
     compiler->set_disk_entries(stored.size());
@@ -242,6 +244,12 @@ void AdminService::FillCacheInfo(bool list_executables,
     entry->set_compile_state(status.compile_state);
     entry->set_compile_seconds(status.compile_seconds);
     entry->set_host_threads(static_cast<uint32_t>(status.host_threads));
+    if (const auto* graph = std::get_if<hal::GraphPlan>(&executable.spec);
+        graph != nullptr && compiler_ != nullptr) {
+      const compiler::CompileKey key = compiler_->KeyOf(*graph);
+      entry->set_compile_key(key.Digest());
+      entry->set_disk_cache(compiler::ExplainCacheLookup(key, executable.name, stored));
+    }
   }
 }
 

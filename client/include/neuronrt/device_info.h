@@ -120,6 +120,10 @@ struct CachedExecutable {
   // On the simulator: the host threads its launches use (1, or every
   // thread); 0 while not decided.
   uint32_t host_threads = 0;
+  // Graphs, with a compiler: its package's key, and whether the disk cache
+  // holds it or why not (`neuronctl cache why`).
+  std::string compile_key;
+  std::string disk_cache;
 };
 
 // The daemon's executable cache (`neuronctl cache`).

@@ -160,7 +160,9 @@ CacheInfo FromProto(const v1::GetCacheInfoResponse& cache) {
         .tier = executable.tier(),
         .compile_state = executable.compile_state(),
         .compile_seconds = executable.compile_seconds(),
-        .host_threads = executable.host_threads()});
+        .host_threads = executable.host_threads(),
+        .compile_key = executable.compile_key(),
+        .disk_cache = executable.disk_cache()});
   }
   return info;
 }

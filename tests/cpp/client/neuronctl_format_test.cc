@@ -9,6 +9,25 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+TEST(NeuronctlFormatTest, CacheWhyFindsAGraphByNameOrIdAndNamesTheGraphsWhenNoneMatches) {
+  const std::vector<neuronrt::CachedExecutable> executables = {
+      {.executable_id = 7, .name = "forward_0", .kind = "graph", .launches = 3,
+       .compile_state = "interpreted", .disk_cache = "not on disk: no package has this key"},
+      {.executable_id = 8, .name = "aten::add", .kind = "eager_op"},
+      {.executable_id = 9, .name = "backward_0", .kind = "graph", .tier = 1,
+       .compile_state = "compiled"}};
+  absl::StatusOr<std::string> by_name = CacheWhyText(executables, "forward_0");
+  ASSERT_TRUE(by_name.ok());
+  EXPECT_THAT(*by_name, HasSubstr("graph forward_0 (executable 7), 3 launch(es): tier 0, "
+                                  "interpreted\n  disk cache: not on disk"));
+  absl::StatusOr<std::string> by_id = CacheWhyText(executables, "9");
+  ASSERT_TRUE(by_id.ok());
+  EXPECT_THAT(*by_id, HasSubstr("does not compile graphs"));
+  absl::StatusOr<std::string> missing = CacheWhyText(executables, "aten::add");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("holds backward_0, forward_0"));
+}
+
 TEST(NeuronctlFormatTest, Bytes) {
   EXPECT_EQ(FormatBytes(0), "0 B");
   EXPECT_EQ(FormatBytes(1023), "1023 B");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/common/os_sys_calls.h"
+#include "daemon/compiler/cache_miss.h"
 #include "testing/temp_dir.h"
 
 namespace neuron::rtd::compiler {
@@ -19,7 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AnyOf;
 using ::testing::Eq;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
 
@@ -200,6 +203,41 @@ TEST_F(ArtifactCacheTest, ConcurrentWritersAndReadersSeeWholePackages) {
   EXPECT_THAT(Files(dir_.Join("cache")), SizeIs(1 + contents.size()));
   EXPECT_EQ(reader->Clear(), 1u);
   EXPECT_THAT(Files(dir_.Join("cache")), IsEmpty());
+}
+
+StoredArtifact Stored(const CompileKey& parts, const std::string& name) {
+  return StoredArtifact{.key = parts.Digest(), .parts = parts, .graph_name = name, .bytes = 1};
+}
+
+TEST(ExplainCacheLookupTest, AStoredKeyIsOnDisk) {
+  const std::vector<StoredArtifact> stored = {Stored(kKey, "g")};
+  EXPECT_THAT(ExplainCacheLookup(kKey, "g", stored), HasSubstr("on disk: a package with"));
+}
+
+TEST(ExplainCacheLookupTest, AMissNamesThePartsThatDifferFromTheSameGraphsPackages) {
+  CompileKey torch = kKey, cpu = kKey, both = kKey;
+  torch.torch_version = "2.14.0";
+  cpu.cpu = "other-cpu";
+  both.torch_version = "2.15.0";
+  both.compiler_flags = "f-old";
+  const std::vector<StoredArtifact> stored = {Stored(torch, "g"), Stored(cpu, "g"),
+                                              Stored(both, "g")};
+  const std::string why = ExplainCacheLookup(kKey, "g", stored);
+  EXPECT_THAT(why, HasSubstr("not on disk"));
+  EXPECT_THAT(why, HasSubstr("torch 2.14.0 (here 2.13.0)"));
+  EXPECT_THAT(why, HasSubstr("another CPU"));
+  EXPECT_THAT(why, HasSubstr("torch 2.15.0 (here 2.13.0), the compiler's flags \"f-old\""));
+}
+
+TEST(ExplainCacheLookupTest, AMissOfAGraphNeverStoredSaysSoAndCountsNamesakes) {
+  CompileKey other_graph = kKey;
+  other_graph.graph = "g-other";
+  const std::vector<StoredArtifact> stored = {Stored(other_graph, "forward_0"),
+                                              Stored(CompileKey{.graph = "x"}, "backward_0")};
+  const std::string why = ExplainCacheLookup(kKey, "forward_0", stored);
+  EXPECT_THAT(why, HasSubstr("no package of this graph"));
+  EXPECT_THAT(why, HasSubstr("1 package(s) named forward_0 are of another graph"));
+  EXPECT_THAT(ExplainCacheLookup(kKey, "g", {}), Not(HasSubstr("named")));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ namespace neuron {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::SizeIs;
 using ::testing::StartsWith;
 
 rtd::TensorLayout Layout(std::vector<int64_t> sizes, std::vector<int64_t> strides,
@@ -148,9 +149,13 @@ class GraphCompilerTest : public ::testing::Test {
 TEST_F(GraphCompilerTest, AHotGraphRunsCompiledAndItsPackageOutlivesTheDaemon) {
   StartDaemon({"--compile-after-launches", "1", "--compiler-python", NEURON_PYTHON});
   const uint64_t id = *session_->LoadGraph(Graph("hot"));
+  // neuronctl cache why: not compiled yet.
+  EXPECT_THAT(Status(id).disk_cache, HasSubstr("not on disk: no package has this graph's key"));
+  EXPECT_THAT(Status(id).compile_key, SizeIs(32));
   LaunchAndCheck(id);
   const neuronrt::CachedExecutable compiled = AwaitCompileOutcome(id);
   ASSERT_EQ(compiled.compile_state, "compiled");
+  EXPECT_THAT(compiled.disk_cache, HasSubstr("on disk: a package with this graph's key"));
   EXPECT_EQ(compiled.tier, 1u);
   EXPECT_GT(compiled.compile_seconds, 0);
   LaunchAndCheck(id);  // on tier 1 now: the same results, the input written in place
