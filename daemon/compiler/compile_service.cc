@@ -60,11 +60,12 @@ CompileService::~CompileService() {
 }
 
 CompileKey CompileService::KeyOf(const hal::GraphPlan& graph) const {
-  return KeyOfJson(GraphJson(graph));
-}
-
-CompileKey CompileService::KeyOfJson(const std::string& graph_json) const {
-  return CompileKey{.graph = ContentHash(graph_json),
+  // A graph's name is a counter of the process that traced it (forward_0,
+  // inference_3): the same graph traced again (Dynamo retracing it with
+  // dynamic sizes) or by another process is the same code.
+  hal::GraphPlan anonymous = graph;
+  anonymous.name.clear();
+  return CompileKey{.graph = ContentHash(GraphJson(anonymous)),
                     .torch_version = options_.torch_version,
                     .compiler_flags = kCompilerFlags,
                     .cpu = options_.cpu_id};
@@ -79,8 +80,7 @@ std::optional<GraphCompiler::Package> CompileService::Cached(const hal::GraphPla
 }
 
 void CompileService::Request(const hal::GraphPlan& graph, Ready ready) {
-  std::string graph_json = GraphJson(graph);
-  Job job{.key = KeyOfJson(graph_json), .name = graph.name, .graph_json = std::move(graph_json),
+  Job job{.key = KeyOf(graph), .name = graph.name, .graph_json = GraphJson(graph),
           .ready = std::move(ready)};
   absl::MutexLock lock(&mutex_);
   if (stopping_) return;

@@ -72,8 +72,8 @@ class CompileService final : public GraphCompiler {
 
   CompileStats stats() const;
   ArtifactCache& cache() { return *cache_; }
-  // The key of `graph`'s package: the graph's content, torch's version, the
-  // compiler's flags and the CPU.
+  // The key of `graph`'s package: the graph's content (not its name),
+  // torch's version, the compiler's flags and the CPU.
   CompileKey KeyOf(const hal::GraphPlan& graph) const;
 
  private:
@@ -92,7 +92,6 @@ class CompileService final : public GraphCompiler {
   // OK when `worker` runs the daemon's torch.
   absl::Status CheckTorch(const WorkerInfo& worker) const;
   absl::StatusOr<Package> Build(const Job& job);
-  CompileKey KeyOfJson(const std::string& graph_json) const;
 
   const CompileServiceOptions options_;
   const std::unique_ptr<ArtifactCache> cache_;

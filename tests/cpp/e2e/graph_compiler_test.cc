@@ -167,8 +167,12 @@ TEST_F(GraphCompilerTest, AHotGraphRunsCompiledAndItsPackageOutlivesTheDaemon) {
   const uint64_t again = *session_->LoadGraph(Graph("hot"));
   EXPECT_EQ(Status(again).tier, 1u);
   LaunchAndCheck(again);
+  // The same graph under another name (traced again, or by another
+  // process) is the same code.
+  const uint64_t renamed = *session_->LoadGraph(Graph("hot_traced_again"));
+  EXPECT_EQ(Status(renamed).tier, 1u);
   const neuronrt::CacheInfo info = *admin_->GetCacheInfo();
-  EXPECT_EQ(info.compiler.disk_hits, 1u);
+  EXPECT_EQ(info.compiler.disk_hits, 2u);
   EXPECT_EQ(info.compiler.builds, 0u);
   EXPECT_EQ(info.compiler.disk_entries, 1u);
 
