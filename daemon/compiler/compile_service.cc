@@ -71,7 +71,7 @@ CompileKey CompileService::KeyOf(const hal::GraphPlan& graph) const {
                     .cpu = options_.cpu_id};
 }
 
-std::optional<GraphCompiler::Package> CompileService::Cached(const hal::GraphPlan& graph) {
+std::optional<hal::GraphCompiler::Package> CompileService::Cached(const hal::GraphPlan& graph) {
   std::optional<std::string> found = cache_->Find(KeyOf(graph).Digest());
   if (!found) return std::nullopt;
   absl::MutexLock lock(&mutex_);
@@ -137,7 +137,7 @@ void CompileService::FindWorker() {
   spdlog::warn("compiled graphs are off: {}", stats_.unavailable);
 }
 
-absl::StatusOr<GraphCompiler::Package> CompileService::Build(const Job& job) {
+absl::StatusOr<hal::GraphCompiler::Package> CompileService::Build(const Job& job) {
   if (std::optional<std::string> found = cache_->Find(job.key.Digest())) {
     absl::MutexLock lock(&mutex_);
     ++stats_.cache_hits;

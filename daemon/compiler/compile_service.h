@@ -24,7 +24,7 @@
 #include "daemon/compiler/artifact_cache.h"
 #include "daemon/compiler/compile_key.h"
 #include "daemon/compiler/compiler_worker.h"
-#include "daemon/compiler/graph_compiler.h"
+#include "daemon/hal/graph_compiler.h"
 
 namespace neuron::rtd::compiler {
 
@@ -57,7 +57,7 @@ struct CompileStats {
 };
 
 // Thread-safety: every method may be called from any thread.
-class CompileService final : public GraphCompiler {
+class CompileService final : public hal::GraphCompiler {
  public:
   // Opens the cache and starts the service's thread, which starts the
   // worker. FAILED_PRECONDITION when the cache directory is not the

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/common/os_sys_calls.h"
-#include "daemon/compiler/graph_compiler.h"
+#include "daemon/hal/graph_compiler.h"
 #include "daemon/hal/device.h"
 
 namespace neuron::rtd::hal {
@@ -38,7 +38,7 @@ struct BackendOptions {
   std::string nrt_sysfs_root;
   // Compiles hot graphs for a backend that runs them on the host (tier 1);
   // null: graphs stay interpreted. Outlives the backend.
-  compiler::GraphCompiler* graph_compiler = nullptr;
+  GraphCompiler* graph_compiler = nullptr;
 };
 
 // INVALID_ARGUMENT naming the known kinds for an unknown one; the sim

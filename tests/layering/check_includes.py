@@ -61,12 +61,6 @@ RING_ABI = "neuron/rtd/abi/command_ring.h"
 KNOWN = {
     ("torch_plugin/csrc/nki/NkiKernel.cc", "daemon/hal/sim/nki/nki_interpreter.h"):
         "#42: the NKI interpreter becomes a library both sides may use",
-    ("daemon/hal/backend_factory.h", "daemon/compiler/graph_compiler.h"):
-        "#42: the graph compiler's interface moves where the HAL owns it",
-    ("daemon/hal/nrt/nrt_backend.h", "daemon/compiler/graph_compiler.h"): "#42: as above",
-    ("daemon/hal/sim/graph_executable.h", "daemon/compiler/graph_compiler.h"): "#42: as above",
-    ("daemon/hal/sim/sim_backend.h", "daemon/compiler/graph_compiler.h"): "#42: as above",
-    ("daemon/hal/sim/sim_plugin_api.h", "daemon/compiler/graph_compiler.h"): "#42: as above",
     ("daemon/hal/sim/sim_device.cc", RING_ABI): "#42: the HAL gets a command enum of its own",
     ("daemon/hal/sim/engine_attribution.cc", RING_ABI): "#42: as above",
     ("daemon/hal/nrt/nrt_device.cc", RING_ABI): "#42: as above",

@@ -76,7 +76,7 @@ std::vector<TensorLayout> BoundTensors(const ExecutableSpec& spec) {
 NrtBackend::NrtBackend(std::shared_ptr<NrtRuntime> runtime,
                        std::shared_ptr<ModelCache> models,
                        std::vector<std::unique_ptr<NrtDevice>> devices,
-                       HostKernels host_kernels, compiler::GraphCompiler* graph_compiler)
+                       HostKernels host_kernels, GraphCompiler* graph_compiler)
     : runtime_(std::move(runtime)),
       models_(std::move(models)),
       devices_(std::move(devices)),

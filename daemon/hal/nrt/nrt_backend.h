@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/common/os_sys_calls.h"
-#include "daemon/compiler/graph_compiler.h"
+#include "daemon/hal/graph_compiler.h"
 #include "daemon/hal/device.h"
 #include "daemon/hal/nrt/nrt_device.h"
 #include "daemon/hal/nrt/nrt_runtime.h"
@@ -37,14 +37,14 @@ struct NrtOptions {
   // The sim's kernels, and how the host execution path runs them.
   HostKernels host_kernels;
   // Compiles hot graphs of the host execution path; may be null.
-  compiler::GraphCompiler* graph_compiler = nullptr;
+  GraphCompiler* graph_compiler = nullptr;
 };
 
 class NrtBackend final : public Backend {
  public:
   NrtBackend(std::shared_ptr<NrtRuntime> runtime, std::shared_ptr<ModelCache> models,
              std::vector<std::unique_ptr<NrtDevice>> devices, HostKernels host_kernels,
-             compiler::GraphCompiler* graph_compiler);
+             GraphCompiler* graph_compiler);
 
   BackendKind kind() const override { return BackendKind::kHardware; }
   std::span<Device* const> devices() const override { return device_views_; }
@@ -64,7 +64,7 @@ class NrtBackend final : public Backend {
   std::vector<std::unique_ptr<NrtDevice>> devices_;
   std::vector<Device*> device_views_;
   const HostKernels host_kernels_;
-  compiler::GraphCompiler* const graph_compiler_;
+  GraphCompiler* const graph_compiler_;
 };
 
 // Loads libnrt and takes the cores: NEURON_RT_VISIBLE_CORES and

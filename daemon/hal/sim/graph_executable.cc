@@ -59,7 +59,7 @@ struct Tier {
 
 class GraphExecutable final : public SimExecutable {
  public:
-  GraphExecutable(GraphPlan spec, compiler::GraphCompiler* graph_compiler)
+  GraphExecutable(GraphPlan spec, GraphCompiler* graph_compiler)
       : plan(std::move(spec)), compiler(graph_compiler) {}
 
   absl::Status Run(HbmArena& arena, std::span<const uint64_t> bindings,
@@ -70,14 +70,14 @@ class GraphExecutable final : public SimExecutable {
   const GraphPlan plan;
   std::vector<PreparedNode> nodes;
   uint32_t value_count = 0;
-  compiler::GraphCompiler* const compiler;
+  GraphCompiler* const compiler;
   const std::shared_ptr<Tier> tier = std::make_shared<Tier>();
   // Per tier: the compiled code's launches are shorter than the interpreter's.
   mutable LaunchParallelism interpreted_parallelism;
   mutable LaunchParallelism compiled_parallelism;
 
   // Loads the package into `tier` (the compiler's thread, or preparation).
-  static void Adopt(Tier& tier, const absl::StatusOr<compiler::GraphCompiler::Package>& package);
+  static void Adopt(Tier& tier, const absl::StatusOr<GraphCompiler::Package>& package);
 
  private:
   absl::Status Interpret(HbmArena& arena, std::span<const uint64_t> bindings,
@@ -264,7 +264,7 @@ absl::Status GraphExecutable::RunCompiled(const CompiledPackage& package, HbmAre
 }
 
 void GraphExecutable::Adopt(Tier& tier,
-                            const absl::StatusOr<compiler::GraphCompiler::Package>& package) {
+                            const absl::StatusOr<GraphCompiler::Package>& package) {
   absl::StatusOr<std::unique_ptr<CompiledPackage>> loaded =
       package.ok() ? CompiledPackage::Load(package->path)
                    : absl::StatusOr<std::unique_ptr<CompiledPackage>>(package.status());
@@ -284,7 +284,7 @@ void GraphExecutable::CountLaunch() const {
   const uint64_t threshold = compiler->compile_after_launches();
   if (threshold == 0 || launches < threshold || tier->requested.exchange(true)) return;
   compiler->Request(plan, [weak = std::weak_ptr<Tier>(tier)](
-                              absl::StatusOr<compiler::GraphCompiler::Package> package) {
+                              absl::StatusOr<GraphCompiler::Package> package) {
     if (std::shared_ptr<Tier> alive = weak.lock()) Adopt(*alive, package);
   });
 }
@@ -354,7 +354,7 @@ absl::Status GraphExecutable::Run(HbmArena& arena, std::span<const uint64_t> bin
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
-    const GraphPlan& plan, compiler::GraphCompiler* compiler) {
+    const GraphPlan& plan, GraphCompiler* compiler) {
   auto executable = std::make_unique<GraphExecutable>(plan, compiler);
   uint64_t values = plan.inputs.size();
   for (size_t n = 0; n < plan.nodes.size(); ++n) {
@@ -415,7 +415,7 @@ absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
   }
   // Compiled before (by this daemon or an earlier one): tier 1 at once.
   if (compiler != nullptr && compiler->compile_after_launches() > 0 && plan.nki_kernels.empty()) {
-    if (std::optional<compiler::GraphCompiler::Package> cached = compiler->Cached(plan)) {
+    if (std::optional<GraphCompiler::Package> cached = compiler->Cached(plan)) {
       executable->tier->requested.store(true);
       GraphExecutable::Adopt(*executable->tier, *cached);
     }

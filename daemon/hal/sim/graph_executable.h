@@ -15,7 +15,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "daemon/compiler/graph_compiler.h"
+#include "daemon/hal/graph_compiler.h"
 #include "daemon/hal/graph.h"
 #include "daemon/hal/sim/sim_executable.h"
 
@@ -28,7 +28,7 @@ namespace neuron::rtd::hal::sim {
 // INVALID_ARGUMENT naming the graph, the node and the operator. `compiler`
 // (null: tier 0 only) outlives the executable.
 absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareGraphExecutable(
-    const GraphPlan& plan, compiler::GraphCompiler* compiler);
+    const GraphPlan& plan, GraphCompiler* compiler);
 
 }  // namespace neuron::rtd::hal::sim
 

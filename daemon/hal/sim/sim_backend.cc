@@ -8,7 +8,7 @@
 namespace neuron::rtd::hal::sim {
 
 SimBackend::SimBackend(std::vector<std::unique_ptr<SimDevice>> devices,
-                       compiler::GraphCompiler* graph_compiler)
+                       GraphCompiler* graph_compiler)
     : devices_(std::move(devices)), graph_compiler_(graph_compiler) {
   device_views_.reserve(devices_.size());
   for (const auto& device : devices_) device_views_.push_back(device.get());
@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<Executable>> SimBackend::PrepareExecutable(
 }
 
 absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareHostExecutable(
-    const ExecutableSpec& spec, compiler::GraphCompiler* graph_compiler) {
+    const ExecutableSpec& spec, GraphCompiler* graph_compiler) {
   if (const auto* op = std::get_if<EagerOpPlan>(&spec)) return PrepareAtenExecutable(*op);
   if (const auto* graph = std::get_if<GraphPlan>(&spec)) {
     return PrepareGraphExecutable(*graph, graph_compiler);

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/common/os_sys_calls.h"
-#include "daemon/compiler/graph_compiler.h"
+#include "daemon/hal/graph_compiler.h"
 #include "daemon/hal/device.h"
 #include "daemon/hal/sim/presets.h"
 #include "daemon/hal/sim/sim_device.h"
@@ -28,13 +28,13 @@ struct SimOptions {
   LaunchSettings launch;
   // Compiles hot graphs (tier 1); null: graphs stay interpreted. Outlives
   // the backend.
-  compiler::GraphCompiler* graph_compiler = nullptr;
+  GraphCompiler* graph_compiler = nullptr;
 };
 
 class SimBackend final : public Backend {
  public:
   SimBackend(std::vector<std::unique_ptr<SimDevice>> devices,
-             compiler::GraphCompiler* graph_compiler);
+             GraphCompiler* graph_compiler);
 
   BackendKind kind() const override { return BackendKind::kSim; }
   std::span<Device* const> devices() const override { return device_views_; }
@@ -46,13 +46,13 @@ class SimBackend final : public Backend {
  private:
   std::vector<std::unique_ptr<SimDevice>> devices_;
   std::vector<Device*> device_views_;
-  compiler::GraphCompiler* const graph_compiler_;
+  GraphCompiler* const graph_compiler_;
 };
 
 // What the sim runs on host CPUs for an eager op, a graph or an NKI kernel
 // (the nrt backend's host execution path too); INVALID_ARGUMENT for a NEFF.
 absl::StatusOr<std::unique_ptr<SimExecutable>> PrepareHostExecutable(
-    const ExecutableSpec& spec, compiler::GraphCompiler* graph_compiler);
+    const ExecutableSpec& spec, GraphCompiler* graph_compiler);
 
 // INVALID_ARGUMENT for an unknown preset or a bad LNC (the message names the
 // valid values); RESOURCE_EXHAUSTED when the HBM cannot be reserved.

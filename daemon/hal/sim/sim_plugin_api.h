@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "daemon/common/os_sys_calls.h"
-#include "daemon/compiler/graph_compiler.h"
+#include "daemon/hal/graph_compiler.h"
 #include "daemon/hal/device.h"
 #include "daemon/hal/reduction.h"
 #include "daemon/hal/sim/arena_operand.h"
@@ -51,7 +51,7 @@ struct SimPluginApi {
                                                             OsSysCalls& sys_calls);
   // sim::PrepareHostExecutable.
   absl::StatusOr<std::unique_ptr<SimExecutable>> (*prepare_host_executable)(
-      const ExecutableSpec& spec, compiler::GraphCompiler* graph_compiler);
+      const ExecutableSpec& spec, GraphCompiler* graph_compiler);
   // The collective engine's reduction over arenas: every source into
   // `destination` of `destination_arena`, which may be sources[0] and no
   // other source.

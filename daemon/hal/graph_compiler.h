@@ -1,11 +1,12 @@
 // Tier 1 of graph executables: a graph that clients launch often is
 // compiled into native code by the daemon's compiler worker (the simulated
 // neuronx-cc), off the launch path, while it keeps running on tier 0. A
-// backend that runs graphs on the host (the sim) asks for it through this
-// interface; daemon/compiler implements it with a supervised worker process
-// and an on-disk cache of packages.
-#ifndef NEURON_RTD_DAEMON_COMPILER_GRAPH_COMPILER_H_
-#define NEURON_RTD_DAEMON_COMPILER_GRAPH_COMPILER_H_
+// backend that runs graphs on the host (the sim) says what it needs through
+// this interface, which the HAL owns; daemon/compiler, a layer above,
+// implements it with a supervised worker process and an on-disk cache of
+// packages.
+#ifndef NEURON_RTD_DAEMON_HAL_GRAPH_COMPILER_H_
+#define NEURON_RTD_DAEMON_HAL_GRAPH_COMPILER_H_
 
 #include <cstdint>
 #include <functional>
@@ -15,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/hal/graph.h"
 
-namespace neuron::rtd::compiler {
+namespace neuron::rtd::hal {
 
 // Thread-safety: every method may be called from any thread.
 class GraphCompiler {
@@ -41,12 +42,12 @@ class GraphCompiler {
   // daemon or an earlier one, read from the disk cache and checked against
   // its recorded hash), if there is one. The path stays valid until the
   // next call that may evict.
-  virtual std::optional<Package> Cached(const hal::GraphPlan& graph) = 0;
+  virtual std::optional<Package> Cached(const GraphPlan& graph) = 0;
 
   // Queues `graph` for compilation; `ready` runs once the worker is done.
-  virtual void Request(const hal::GraphPlan& graph, Ready ready) = 0;
+  virtual void Request(const GraphPlan& graph, Ready ready) = 0;
 };
 
-}  // namespace neuron::rtd::compiler
+}  // namespace neuron::rtd::hal
 
-#endif  // NEURON_RTD_DAEMON_COMPILER_GRAPH_COMPILER_H_
+#endif  // NEURON_RTD_DAEMON_HAL_GRAPH_COMPILER_H_
