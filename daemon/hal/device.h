@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "daemon/hal/command_kind.h"
 #include "daemon/hal/device_info.h"
 #include "daemon/hal/device_telemetry.h"
 #include "daemon/hal/engine.h"
@@ -86,10 +87,10 @@ class Device {
   virtual absl::Status Dispatch(const Executable& executable, uint32_t core,
                                 std::span<const uint64_t> bindings,
                                 std::span<const uint8_t> immediates) = 0;
-  // The engine that does the work of a command (NEURON_RTD_OP_*) issued for
-  // operator `op_name`, for profiles; `launched`: the executable a LAUNCH
+  // The engine that does the work of a command of `kind` issued for
+  // operator `op_name`, for profiles; `launched`: the executable a launch
   // ran (null for other commands and built-ins). Any thread.
-  virtual Engine EngineOf(uint16_t opcode, std::string_view op_name,
+  virtual Engine EngineOf(CommandKind kind, std::string_view op_name,
                           const Executable* launched) const = 0;
 
   // Why logical core `core` of the device stopped (an unrecoverable fault of

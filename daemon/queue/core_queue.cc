@@ -30,6 +30,21 @@ void DrainEventFd(int fd) {
   }
 }
 
+// The ring's opcodes are this layer's; the device knows kinds of commands.
+hal::CommandKind CommandKindOf(uint16_t opcode) {
+  switch (opcode) {
+    case NEURON_RTD_OP_COPY:
+    case NEURON_RTD_OP_FILL:
+      return hal::CommandKind::kTransfer;
+    case NEURON_RTD_OP_COLLECTIVE:
+      return hal::CommandKind::kCollective;
+    case NEURON_RTD_OP_LAUNCH:
+      return hal::CommandKind::kLaunch;
+    default:
+      return hal::CommandKind::kSync;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoreQueue>> CoreQueue::Create(
@@ -493,7 +508,7 @@ void CoreQueue::ReportProfiled(Stream& stream, ExecutionContext& context,
       .sequence = record.header.sequence,
       .core = core_,
       .opcode = record.header.opcode,
-      .engine = device_.EngineOf(record.header.opcode, record.op_name, launched),
+      .engine = device_.EngineOf(CommandKindOf(record.header.opcode), record.op_name, launched),
       .failed = failed,
       .start_ns = started,
       .end_ns = now,

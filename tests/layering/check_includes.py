@@ -62,7 +62,6 @@ KNOWN = {
     ("torch_plugin/csrc/nki/NkiKernel.cc", "daemon/hal/sim/nki/nki_interpreter.h"):
         "#42: the NKI interpreter becomes a library both sides may use",
     ("daemon/hal/sim/sim_device.cc", RING_ABI): "#42: the HAL gets a command enum of its own",
-    ("daemon/hal/sim/engine_attribution.cc", RING_ABI): "#42: as above",
     ("daemon/hal/nrt/nrt_device.cc", RING_ABI): "#42: as above",
     ("daemon/hal/nrt/nrt_backend.cc", RING_ABI): "#42: as above",
 }

@@ -531,13 +531,13 @@ absl::Status NrtDevice::Dispatch(const Executable& executable, uint32_t core,
   return absl::InvalidArgumentError("the executable was not prepared by the nrt backend");
 }
 
-Engine NrtDevice::EngineOf(uint16_t opcode, std::string_view op_name,
+Engine NrtDevice::EngineOf(CommandKind kind, std::string_view op_name,
                           const Executable* launched) const {
-  if (opcode == NEURON_RTD_OP_LAUNCH) {
+  if (kind == CommandKind::kLaunch) {
     return dynamic_cast<const LoadedNeff*>(launched) != nullptr ? Engine::kUnspecified
                                                                : Engine::kHost;
   }
-  return sim::SimEngineOf(opcode, op_name);
+  return sim::SimEngineOf(kind, op_name);
 }
 
 }  // namespace neuron::rtd::hal::nrt

@@ -94,7 +94,7 @@ class NrtDevice final : public Device {
                         std::span<const uint64_t> bindings,
                         std::span<const uint8_t> immediates) override;
   // A LAUNCH that is not a NEFF ran on the host execution path: kHost.
-  Engine EngineOf(uint16_t opcode, std::string_view op_name,
+  Engine EngineOf(CommandKind kind, std::string_view op_name,
                   const Executable* launched) const override;
 
   std::string CoreFault(uint32_t core) const override;

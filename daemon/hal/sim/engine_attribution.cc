@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include "neuron/rtd/abi/command_ring.h"
 
 namespace neuron::rtd::hal::sim {
 namespace {
@@ -51,17 +50,16 @@ std::string_view BaseName(std::string_view op_name) {
 
 }  // namespace
 
-Engine SimEngineOf(uint16_t opcode, std::string_view op_name) {
-  switch (opcode) {
-    case NEURON_RTD_OP_COPY:
-    case NEURON_RTD_OP_FILL:
+Engine SimEngineOf(CommandKind kind, std::string_view op_name) {
+  switch (kind) {
+    case CommandKind::kTransfer:
       return Engine::kDma;
-    case NEURON_RTD_OP_COLLECTIVE:
+    case CommandKind::kCollective:
       return Engine::kCollective;
-    case NEURON_RTD_OP_LAUNCH:
-      break;
-    default:
+    case CommandKind::kSync:
       return Engine::kSync;
+    case CommandKind::kLaunch:
+      break;
   }
   // Eager operators are named by their ATen schema; a compiled graph by its
   // own name, and it runs many operators on several engines.

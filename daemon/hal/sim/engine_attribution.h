@@ -8,13 +8,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "daemon/hal/command_kind.h"
 #include "daemon/hal/engine.h"
 
 namespace neuron::rtd::hal::sim {
 
 // `op_name` is the record's op name ("aten::addmm", "aten::exp.out", a
 // compiled graph's name). Pure; any thread.
-Engine SimEngineOf(uint16_t opcode, std::string_view op_name);
+Engine SimEngineOf(CommandKind kind, std::string_view op_name);
 
 }  // namespace neuron::rtd::hal::sim
 

@@ -42,9 +42,9 @@ class SimDevice final : public Device {
   absl::Status Dispatch(const Executable& executable, uint32_t core,
                         std::span<const uint64_t> bindings,
                         std::span<const uint8_t> immediates) override;
-  Engine EngineOf(uint16_t opcode, std::string_view op_name,
+  Engine EngineOf(CommandKind kind, std::string_view op_name,
                   const Executable* /*launched*/) const override {
-    return SimEngineOf(opcode, op_name);
+    return SimEngineOf(kind, op_name);
   }
   // Nothing but the daemon's segments lives in simulated HBM, and host
   // memory standing in for it never reports an ECC event.

@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "neuron/rtd/abi/command_ring.h"
-
 namespace neuron::rtd::hal::sim {
 namespace {
 
@@ -21,12 +19,12 @@ TEST(EngineAttributionTest, ClassifiesOperatorsByTheirBaseName) {
       {"graph:forward_0", Engine::kUnspecified}, {"aten::", Engine::kVector},
   };
   for (const auto& c : cases) {
-    EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_LAUNCH, c.op_name), c.engine) << c.op_name;
+    EXPECT_EQ(SimEngineOf(CommandKind::kLaunch, c.op_name), c.engine) << c.op_name;
   }
-  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_COPY, "aten::mm"), Engine::kDma);
-  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_FILL, ""), Engine::kDma);
-  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_COLLECTIVE, "allreduce"), Engine::kCollective);
-  EXPECT_EQ(SimEngineOf(NEURON_RTD_OP_WAIT, "wait_event"), Engine::kSync);
+  EXPECT_EQ(SimEngineOf(CommandKind::kTransfer, "aten::mm"), Engine::kDma);
+  EXPECT_EQ(SimEngineOf(CommandKind::kTransfer, ""), Engine::kDma);
+  EXPECT_EQ(SimEngineOf(CommandKind::kCollective, "allreduce"), Engine::kCollective);
+  EXPECT_EQ(SimEngineOf(CommandKind::kSync, "wait_event"), Engine::kSync);
 }
 
 }  // namespace
