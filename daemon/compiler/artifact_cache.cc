@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <set>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -44,11 +44,17 @@ std::string StringField(const nlohmann::json& object, const char* name) {
   return found != object.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
-template <typename Number>
-Number NumberField(const nlohmann::json& object, const char* name) {
-  if (!object.is_object()) return Number{};
+uint64_t CountField(const nlohmann::json& object, const char* name) {
+  if (!object.is_object()) return 0;
   const auto found = object.find(name);
-  return found != object.end() && found->is_number() ? found->get<Number>() : Number{};
+  // Not a double converted: 1e30 does not fit.
+  return found != object.end() && found->is_number_unsigned() ? found->get<uint64_t>() : 0;
+}
+
+double SecondsField(const nlohmann::json& object, const char* name) {
+  if (!object.is_object()) return 0;
+  const auto found = object.find(name);
+  return found != object.end() && found->is_number() ? found->get<double>() : 0;
 }
 
 // The package a record of `key` names: KEY.HASH.pt2, nothing else (a
@@ -215,8 +221,8 @@ std::vector<StoredArtifact> ArtifactCache::ListLocked() const {
                             .compiler_flags = StringField(parts, "flags"),
                             .cpu = StringField(parts, "cpu")},
         .graph_name = StringField(record, "graph"),
-        .bytes = NumberField<uint64_t>(record, "bytes"),
-        .compile_seconds = NumberField<double>(record, "compile_seconds")});
+        .bytes = CountField(record, "bytes"),
+        .compile_seconds = SecondsField(record, "compile_seconds")});
   }
   return artifacts;
 }

@@ -136,7 +136,9 @@ TEST_F(ArtifactCacheTest, ARecordNamingAFileElsewhereIsNotRead) {
   for (const std::string& text : std::vector<std::string>{
            R"({"package": "../secret.pt2", "hash": "h"})",
         R"({"package": ")" + kKey.Digest() + R"(.0123456789abcdef.pt2/../../secret.pt2"})",
-        R"({"package": 7, "hash": [], "bytes": "many", "key": 3})", std::string("not json"),
+        R"({"package": 7, "hash": [], "bytes": "many", "key": 3})",
+        R"({"bytes": 1e30, "compile_seconds": "long", "key": {"graph": 5}})",
+        R"({"bytes": -1, "graph": null})", std::string("not json"),
         std::string("[1, 2]")}) {
     std::ofstream(record, std::ios::trunc) << text;
     EXPECT_FALSE(cache->Find(kKey.Digest()).has_value()) << text;
