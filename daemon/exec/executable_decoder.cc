@@ -5,12 +5,16 @@
 #include "absl/strings/str_format.h"
 #include "daemon/exec/neff_container.h"
 #include "daemon/exec/nki_kernel_decoder.h"
+#include "daemon/hal/executable.h"
 #include "neuron/rtd/abi/command_ring.h"
 #include "neuron/rtd/eager_op.h"
 #include "neuron/rtd/v1/executable.pb.h"
 
 namespace neuron::rtd::exec {
 namespace {
+
+static_assert(hal::kMaxLaunchArguments == NEURON_RTD_MAX_LAUNCH_ARGS,
+              "the HAL's launch argument limit is the command ring's");
 
 namespace v1 = neuron::rtd::v1;
 

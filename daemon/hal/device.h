@@ -76,9 +76,11 @@ class Device {
   // (callers then stage through CopyDeviceToHost and CopyHostToDevice).
   // Valid while the range is acquired.
   virtual uint8_t* FabricView(uint64_t /*address*/, uint64_t /*bytes*/) { return nullptr; }
-  // Runs a built-in kernel (NEURON_RTD_EXEC_BUILTIN_*) on device buffers.
-  virtual absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
-                                  std::span<const uint8_t> scalars) = 0;
+  // Runs the built-in float32 add, out[i] = a[i] + b[i], on device buffers
+  // (arguments a, b, out; BuiltinAddF32Count says what they hold). The
+  // queue maps the ring's built-in executable id to it.
+  virtual absl::Status RunAddF32(std::span<const uint64_t> arguments,
+                                 std::span<const uint8_t> scalars) = 0;
   // Runs a prepared executable of this device's backend on logical core
   // `core` of the device, on tensors at `bindings` (each covering its
   // layout's extent, checked by the caller) with per-call `immediates`. The operator's own errors (a shape mismatch,
@@ -153,7 +155,7 @@ inline constexpr char kOperatorErrorTypePayload[] = "neuron.rtd/operator-error-t
 // backends.
 absl::Status CheckFill(uint64_t bytes, uint32_t pattern_bytes);
 
-// The element count of a NEURON_RTD_EXEC_BUILTIN_ADD_F32 launch (3
+// The element count of a built-in float32 add (RunAddF32: 3
 // addresses, an 8-byte count as scalars; each operand count * 4 bytes).
 absl::StatusOr<uint64_t> BuiltinAddF32Count(std::span<const uint64_t> arguments,
                                             std::span<const uint8_t> scalars);

@@ -17,6 +17,10 @@
 
 namespace neuron::rtd::hal {
 
+// The most device addresses one launch binds: the command ring's limit,
+// which daemon/exec checks this equals.
+inline constexpr uint32_t kMaxLaunchArguments = 3840;
+
 // A compiled NEFF, as daemon/exec checked its container.
 struct NeffPlan {
   std::string name;

@@ -61,9 +61,6 @@ RING_ABI = "neuron/rtd/abi/command_ring.h"
 KNOWN = {
     ("torch_plugin/csrc/nki/NkiKernel.cc", "daemon/hal/sim/nki/nki_interpreter.h"):
         "#42: the NKI interpreter becomes a library both sides may use",
-    ("daemon/hal/sim/sim_device.cc", RING_ABI): "#42: the HAL gets a command enum of its own",
-    ("daemon/hal/nrt/nrt_device.cc", RING_ABI): "#42: as above",
-    ("daemon/hal/nrt/nrt_backend.cc", RING_ABI): "#42: as above",
 }
 
 

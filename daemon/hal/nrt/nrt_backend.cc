@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "neuron/rtd/abi/command_ring.h"
 #include "neuron/version.h"
 
 namespace neuron::rtd::hal::nrt {
@@ -103,11 +102,11 @@ absl::StatusOr<std::unique_ptr<Executable>> NrtBackend::PrepareNeff(const NeffPl
     models_->Forget(key);
     return tensors.status();
   }
-  if (tensors->size() > NEURON_RTD_MAX_LAUNCH_ARGS) {
+  if (tensors->size() > kMaxLaunchArguments) {
     models_->Forget(key);
     return absl::InvalidArgumentError(absl::StrFormat(
         "NEFF '%s' has %d tensors; a launch passes at most %d", plan.name, tensors->size(),
-        NEURON_RTD_MAX_LAUNCH_ARGS));
+        kMaxLaunchArguments));
   }
   return std::unique_ptr<Executable>(
       std::make_unique<LoadedNeff>(plan, *std::move(tensors), models_, key));

@@ -9,7 +9,6 @@
 #include "absl/strings/str_format.h"
 #include "daemon/hal/sim/arena_operand.h"
 #include "daemon/hal/sim/engine_attribution.h"
-#include "neuron/rtd/abi/command_ring.h"
 
 namespace neuron::rtd::hal::nrt {
 namespace {
@@ -298,11 +297,8 @@ absl::Status NrtDevice::Reduce(const Reduction& reduction, uint64_t destination,
   return WriteFromMirror(destination, bytes);
 }
 
-absl::Status NrtDevice::RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
-                                   std::span<const uint8_t> scalars) {
-  if (executable_id != NEURON_RTD_EXEC_BUILTIN_ADD_F32) {
-    return absl::NotFoundError(absl::StrFormat("no built-in executable %d", executable_id));
-  }
+absl::Status NrtDevice::RunAddF32(std::span<const uint64_t> arguments,
+                                  std::span<const uint8_t> scalars) {
   if (absl::Status available = host_kernels_.Available("a built-in executable");
       !available.ok()) {
     return available;

@@ -13,7 +13,7 @@
 
 namespace neuron::rtd::hal::sim {
 
-// NEURON_RTD_EXEC_BUILTIN_ADD_F32: arguments a, b, out; scalars: a uint64_t
+// The built-in float32 add (Device::RunAddF32): arguments a, b, out; scalars: a uint64_t
 // element count.
 absl::Status RunAddF32(HbmArena& arena, std::span<const uint64_t> arguments,
                        std::span<const uint8_t> scalars);

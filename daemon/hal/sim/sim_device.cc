@@ -5,7 +5,6 @@
 #include "absl/strings/str_format.h"
 #include "daemon/hal/sim/sim_executable.h"
 #include "daemon/hal/sim/aten_kernels.h"
-#include "neuron/rtd/abi/command_ring.h"
 
 namespace neuron::rtd::hal::sim {
 
@@ -55,14 +54,9 @@ absl::Status SimDevice::Fill(uint64_t device_address, uint64_t bytes, uint64_t p
   return absl::OkStatus();
 }
 
-absl::Status SimDevice::RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
-                                   std::span<const uint8_t> scalars) {
-  switch (executable_id) {
-    case NEURON_RTD_EXEC_BUILTIN_ADD_F32:
-      return RunAddF32(*arena_, arguments, scalars);
-    default:
-      return absl::NotFoundError(absl::StrFormat("no built-in executable %d", executable_id));
-  }
+absl::Status SimDevice::RunAddF32(std::span<const uint64_t> arguments,
+                                  std::span<const uint8_t> scalars) {
+  return sim::RunAddF32(*arena_, arguments, scalars);
 }
 
 absl::Status SimDevice::Dispatch(const Executable& executable, uint32_t /*core*/,

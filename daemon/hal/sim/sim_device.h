@@ -37,7 +37,7 @@ class SimDevice final : public Device {
                     uint32_t pattern_bytes) override;
   absl::Status Reduce(const Reduction& reduction, uint64_t destination,
                       std::span<const ReduceOperand> sources) override;
-  absl::Status RunBuiltin(uint64_t executable_id, std::span<const uint64_t> arguments,
+  absl::Status RunAddF32(std::span<const uint64_t> arguments,
                           std::span<const uint8_t> scalars) override;
   absl::Status Dispatch(const Executable& executable, uint32_t core,
                         std::span<const uint64_t> bindings,

@@ -57,7 +57,7 @@ struct SimPluginApi {
   // other source.
   absl::Status (*reduce_in_arenas)(const Reduction& reduction, HbmArena& destination_arena,
                                    uint64_t destination, std::span<const ArenaOperand> sources);
-  // NEURON_RTD_EXEC_BUILTIN_ADD_F32: arguments a, b, out; scalars: a
+  // The built-in float32 add (Device::RunAddF32): arguments a, b, out; scalars: a
   // uint64_t element count.
   absl::Status (*run_add_f32)(HbmArena& arena, std::span<const uint64_t> arguments,
                               std::span<const uint8_t> scalars);

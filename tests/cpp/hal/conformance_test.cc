@@ -242,11 +242,10 @@ TEST_P(HalConformanceTest, BuiltinAddRuns) {
   const uint64_t count = 2;
   const uint64_t arguments[] = {At(0), At(16), At(32)};
   ASSERT_TRUE(device_
-                  ->RunBuiltin(NEURON_RTD_EXEC_BUILTIN_ADD_F32, arguments,
-                               {reinterpret_cast<const uint8_t*>(&count), sizeof(count)})
+                  ->RunAddF32(arguments, {reinterpret_cast<const uint8_t*>(&count), sizeof(count)})
                   .ok());
   EXPECT_EQ(Download(32, 2), (std::vector<float>{11, 22}));
-  EXPECT_FALSE(device_->RunBuiltin(NEURON_RTD_EXEC_BUILTIN_ADD_F32, arguments, {}).ok());
+  EXPECT_FALSE(device_->RunAddF32(arguments, {}).ok());
 }
 
 TEST_P(HalConformanceTest, PreparedExecutablesDispatchWithTheirBindings) {
