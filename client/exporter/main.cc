@@ -7,6 +7,8 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -136,12 +138,19 @@ int main(int argc, char** argv) {
   // Bound: connections queue from here on (systemd's Type=notify).
   sd_notify(0, "READY=1");
 
-  std::thread stopper([&server, stop_signals] {
+  std::atomic<bool> finished{false};
+  std::thread stopper([&server, &finished, stop_signals] {
     int signal = 0;
     sigwait(&stop_signals, &signal);
+    // httplib's stop() does nothing until listen_after_bind() runs: a
+    // SIGTERM just after start-up was lost and the exporter served on.
+    while (!finished.load() && !server.is_running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     server.stop();
   });
   const bool served = server.listen_after_bind();
+  finished.store(true);
   // The server stopped by itself (not by a signal): wake the stopper.
   if (!served) kill(getpid(), SIGTERM);
   stopper.join();
