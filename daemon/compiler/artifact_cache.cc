@@ -12,6 +12,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -69,6 +71,21 @@ std::optional<std::string> PackageNamed(const nlohmann::json& record, const std:
   const std::string_view hash(name.data() + prefix.size(), kPackageHashDigits);
   if (hash.find_first_not_of("0123456789abcdef") != std::string_view::npos) return std::nullopt;
   return name;
+}
+
+// Every record in `directory` (KEY.json), by key, parsed (a damaged one is
+// not an object).
+std::vector<std::pair<std::string, nlohmann::json>> Records(const std::string& directory) {
+  std::vector<std::pair<std::string, nlohmann::json>> records;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
+    const std::string file = entry.path().filename();
+    if (entry.path().extension() != ".json" || file.starts_with(".")) continue;
+    const std::optional<std::string> text = ReadFile(entry.path());
+    if (!text) continue;
+    records.emplace_back(entry.path().stem(), nlohmann::json::parse(*text, nullptr, false));
+  }
+  return records;
 }
 
 // This daemon among the writers of a shared directory: host and pid.
@@ -205,17 +222,11 @@ absl::StatusOr<std::string> ArtifactCache::Store(const CompileKey& key,
 
 std::vector<StoredArtifact> ArtifactCache::ListLocked() const {
   std::vector<StoredArtifact> artifacts;
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(options_.directory, error)) {
-    const std::string file = entry.path().filename();
-    if (entry.path().extension() != ".json" || file.starts_with(".")) continue;
-    const std::optional<std::string> text = ReadFile(entry.path());
-    if (!text) continue;
-    const nlohmann::json record = nlohmann::json::parse(*text, nullptr, false);
+  for (const auto& [key, record] : Records(options_.directory)) {
     if (!record.is_object()) continue;
     const nlohmann::json parts = record.contains("key") ? record["key"] : nlohmann::json();
     artifacts.push_back(StoredArtifact{
-        .key = entry.path().stem(),
+        .key = key,
         .parts = CompileKey{.graph = StringField(parts, "graph"),
                             .torch_version = StringField(parts, "torch"),
                             .compiler_flags = StringField(parts, "flags"),
@@ -252,17 +263,10 @@ void ArtifactCache::RemoveLocked(const std::string& key) {
 
 void ArtifactCache::RemoveOrphansLocked(absl::Duration min_age) {
   std::set<std::string> named;
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(options_.directory, error)) {
-    const std::string file = entry.path().filename();
-    if (entry.path().extension() != ".json" || file.starts_with(".")) continue;
-    const std::optional<std::string> text = ReadFile(entry.path());
-    if (!text) continue;
-    const nlohmann::json record = nlohmann::json::parse(*text, nullptr, false);
-    if (std::optional<std::string> name = PackageNamed(record, entry.path().stem())) {
-      named.insert(*std::move(name));
-    }
+  for (const auto& [key, record] : Records(options_.directory)) {
+    if (std::optional<std::string> name = PackageNamed(record, key)) named.insert(*std::move(name));
   }
+  std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(options_.directory, error)) {
     if (!entry.is_regular_file(error)) continue;
     const std::string file = entry.path().filename();
