@@ -101,3 +101,32 @@ def test_per_process_memory_fraction_is_enforced_by_the_daemon():
         torch.neuron.set_per_process_memory_fraction(1)
     with pytest.raises(ValueError, match="Invalid fraction value: 1.5"):
         torch.neuron.set_per_process_memory_fraction(1.5)
+
+
+def test_a_lazy_clone_shares_memory_until_one_side_writes():
+    # torch._lazy_clone (copy-on-write): reads keep the storage shared, the
+    # first write copies the writer out, the last reference takes the memory.
+    x = torch.arange(6.0, device="neuron").reshape(2, 3)
+    original = x.cpu()
+    clone = torch._lazy_clone(x)
+    assert torch._C._is_cow_tensor(x) and torch._C._is_cow_tensor(clone)
+    assert torch.equal((x + clone).cpu(), original * 2)
+    assert torch._C._is_cow_tensor(x) and torch._C._is_cow_tensor(clone)  # read only
+    clone.add_(1)
+    assert not torch._C._is_cow_tensor(clone)
+    assert torch.equal(clone.cpu(), original + 1) and torch.equal(x.cpu(), original)
+    x.mul_(2)  # the last reference: no copy
+    assert not torch._C._is_cow_tensor(x) and torch.equal(x.cpu(), original * 2)
+
+
+def test_lazy_clones_free_their_memory_once_each_is_gone():
+    torch.neuron.synchronize()
+    base = torch.neuron.memory_allocated()
+    x = torch.ones(1 << 18, device="neuron")  # 1 MiB
+    clones = [torch._lazy_clone(x) for _ in range(3)]
+    assert torch.neuron.memory_allocated() == base + (1 << 20)  # shared
+    clones[0].copy_(torch.zeros(1 << 18))
+    assert torch.neuron.memory_allocated() == base + (2 << 20)
+    assert clones[0].sum().item() == 0 and clones[1].sum().item() == 1 << 18
+    del x, clones
+    assert torch.neuron.memory_allocated() == base

@@ -219,3 +219,18 @@ def test_multilabel_margin_loss_of_one_sample_without_reduction_is_0_d_as_on_the
     expected.backward()
     got.backward()
     torch.testing.assert_close(on_device.grad.cpu(), x.grad)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+def test_index_reduce_with_an_empty_index_runs_as_on_the_cpu(reduce):
+    # PyTorch's meta kernel reads a slice of the (empty) source and refuses
+    # the call; the CPU's kernel accepts it, so neuron runs it there.
+    expected = torch.arange(60.0).reshape(3, 4, 5)
+    for include_self in (True, False):
+        dest = expected.to("neuron")
+        dest.index_reduce_(2, torch.zeros(0, dtype=torch.long, device="neuron"),
+                           torch.zeros(3, 4, 0, device="neuron"), reduce, include_self=include_self)
+        assert torch.equal(dest.cpu(), expected)
+    with pytest.raises(IndexError, match="out of range"):
+        torch.zeros(3, device="neuron").index_reduce_(0, torch.tensor([5], device="neuron"),
+                                                      torch.ones(1, device="neuron"), reduce)

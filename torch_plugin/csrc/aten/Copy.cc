@@ -24,7 +24,14 @@ bool IsNeuron(const at::Tensor& tensor) {
   return tensor.device().type() == c10::DeviceType::PrivateUse1;
 }
 
-uint64_t Address(const at::Tensor& tensor) { return reinterpret_cast<uint64_t>(tensor.data_ptr()); }
+// A copy's source is only read: a copy-on-write (lazily cloned) source stays
+// shared; the destination is copied out of its sharing first.
+uint64_t SourceAddress(const at::Tensor& tensor) {
+  return reinterpret_cast<uint64_t>(tensor.const_data_ptr());
+}
+uint64_t DestinationAddress(const at::Tensor& tensor) {
+  return reinterpret_cast<uint64_t>(tensor.mutable_data_ptr());
+}
 
 neuronrt::Stream& StreamOf(const at::Tensor& tensor) {
   return RuntimeStream(CurrentStream(tensor.device().index()));
@@ -45,14 +52,14 @@ void Upload(const at::Tensor& destination, const at::Tensor& host, bool non_bloc
   uint64_t offset = 0;
   if (const neuronrt::HostBuffer* pinned = FindPinned(host.data_ptr(), &offset)) {
     absl::StatusOr<neuronrt::Event> done =
-        stream.CopyToDevice(Address(destination), *pinned, offset, bytes, "copy host to neuron");
+        stream.CopyToDevice(DestinationAddress(destination), *pinned, offset, bytes, "copy host to neuron");
     ThrowIfError(done.status(), "copying to neuron");
     RecordPinnedUse(host.data_ptr(), *done);
     if (!non_blocking) ThrowIfError(done->Synchronize(), "copying to neuron");
     return;
   }
   ThrowIfError(
-      stream.CopyToDevice(Address(destination), host.data_ptr(), bytes, "copy host to neuron")
+      stream.CopyToDevice(DestinationAddress(destination), host.const_data_ptr(), bytes, "copy host to neuron")
           .status(),
       "copying to neuron");
 }
@@ -64,13 +71,13 @@ void Download(const at::Tensor& host, const at::Tensor& source, bool non_blockin
   uint64_t offset = 0;
   if (const neuronrt::HostBuffer* pinned = FindPinned(host.data_ptr(), &offset)) {
     absl::StatusOr<neuronrt::Event> done =
-        stream.CopyToHost(*pinned, offset, Address(source), bytes, "copy neuron to host");
+        stream.CopyToHost(*pinned, offset, SourceAddress(source), bytes, "copy neuron to host");
     ThrowIfError(done.status(), "copying from neuron");
     RecordPinnedUse(host.data_ptr(), *done);
     if (!non_blocking) ThrowIfError(done->Synchronize(), "copying from neuron");
     return;
   }
-  ThrowIfError(stream.CopyToHost(host.data_ptr(), Address(source), bytes, "copy neuron to host"),
+  ThrowIfError(stream.CopyToHost(host.mutable_data_ptr(), SourceAddress(source), bytes, "copy neuron to host"),
                "copying from neuron");
 }
 
@@ -109,7 +116,7 @@ void DeviceToDevice(const at::Tensor& source, const at::Tensor& destination) {
   if (source.device() == destination.device()) {
     if (same_layout) {
       ThrowIfError(StreamOf(destination)
-                       .CopyOnDevice(Address(destination), Address(source), source.nbytes(),
+                       .CopyOnDevice(DestinationAddress(destination), SourceAddress(source), source.nbytes(),
                                      "copy neuron to neuron")
                        .status(),
                    "copying on neuron");
@@ -131,7 +138,7 @@ void DeviceToDevice(const at::Tensor& source, const at::Tensor& destination) {
   }
   at::Tensor landing = Dense(destination) ? destination : at::empty(destination.sizes(), destination.options());
   ThrowIfError(StreamOf(destination)
-                   .CopyOnDevice(Address(landing), Address(dense), dense.nbytes(),
+                   .CopyOnDevice(DestinationAddress(landing), SourceAddress(dense), dense.nbytes(),
                                  "copy across neuron devices")
                    .status(),
                "copying across neuron devices");

@@ -155,7 +155,7 @@ void RunView(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
   Stack arguments(stack->end() - argument_count, stack->end());
   Stack meta = ToMetaStack(arguments, /*keep_offset=*/true);
   if (RunMeta(op, meta) != MetaOutcome::kOk) {
-    RunOnCpu(op, info, stack, "no meta kernel for this view");
+    RunOnCpu(op, info, stack, "no meta kernel infers this view");
     return;
   }
   const at::Tensor& base = arguments[0].toTensor();
@@ -186,10 +186,10 @@ void RunView(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack) {
 }
 
 // Builds the plan of a signature: meta inference, then the executable.
-// nullptr when the operator has no meta kernel.
+// nullptr when meta inference fails (`*meta_outcome` says how).
 std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInfo& info,
                                       c10::DeviceIndex device, Stack& arguments, bool run_meta,
-                                      bool* resized) {
+                                      bool* resized, MetaOutcome* meta_outcome) {
   auto plan = std::make_shared<Plan>();
   const c10::FunctionSchema& schema = op.schema();
   Stack meta;
@@ -203,7 +203,8 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
         if (argument >= 0) meta[argument] = at::empty({0}, meta[argument].toTensor().options());
       }
     }
-    if (RunMeta(op, meta) == MetaOutcome::kNoMetaKernel) return nullptr;
+    *meta_outcome = RunMeta(op, meta);
+    if (*meta_outcome != MetaOutcome::kOk) return nullptr;
     MatchDeviceResultDtypes(op, arguments, meta);
   } else {
     TORCH_CHECK(!info.returns_new, info.qualified,
@@ -327,7 +328,7 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
 
 // How LaunchArguments ended: launched, or the call needs what only the boxed
 // path does (split into several launches; run on the CPU).
-enum class LaunchOutcome { kLaunched, kTooManyTensors, kNoMetaKernel };
+enum class LaunchOutcome { kLaunched, kTooManyTensors, kNoMetaInference };
 
 struct LaunchedCall {
   LaunchOutcome outcome = LaunchOutcome::kLaunched;
@@ -337,6 +338,8 @@ struct LaunchedCall {
   std::vector<at::Tensor> outputs;
   // What the call takes of a LAUNCH.
   internal::LaunchSize size;
+  // Why meta inference failed (kNoMetaInference).
+  MetaOutcome meta_outcome = MetaOutcome::kOk;
 };
 
 // Launches a call whose tensors are all on `device` (the current device).
@@ -366,11 +369,11 @@ LaunchedCall LaunchArguments(const c10::OperatorHandle& op, const OpInfo& info,
       plan_hits.fetch_add(1, std::memory_order_relaxed);
     } else {
       bool resized = false;
-      call.plan = BuildPlan(op, info, device, arguments, run_meta, &resized);
+      call.plan = BuildPlan(op, info, device, arguments, run_meta, &resized, &call.meta_outcome);
       // Outputs took new shapes: their layouts are part of the signature.
       if (resized) continue;
       if (call.plan == nullptr) {
-        call.outcome = LaunchOutcome::kNoMetaKernel;
+        call.outcome = LaunchOutcome::kNoMetaInference;
         return call;
       }
       absl::MutexLock lock(&plan_mutex);
@@ -470,10 +473,14 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
                                call.size.addresses, call.size.scalar_bytes,
                                kLaunchLimit.addresses, kLaunchLimit.scalar_bytes));
       return;
-    case LaunchOutcome::kNoMetaKernel:
+    case LaunchOutcome::kNoMetaInference:
       torch::jit::drop(*stack, argument_count);
       for (c10::IValue& value : arguments) stack->push_back(std::move(value));
-      RunOnCpu(op, info, stack, "it has no meta kernel to infer its outputs");
+      RunOnCpu(op, info, stack,
+               call.meta_outcome == MetaOutcome::kNoMetaKernel
+                   ? "it has no meta kernel to infer its outputs"
+                   : "its meta kernel refuses a call of these shapes, which the CPU's kernel "
+                     "accepts");
       return;
     case LaunchOutcome::kLaunched:
       PushResults(op, info, call, arguments, stack);

@@ -1,6 +1,7 @@
 #include "csrc/runtime/NeuronAllocator.h"
 
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/COW.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -144,7 +145,16 @@ class CachingAllocator final : public c10::DeviceAllocator {
     if (c10::memoryProfilingEnabled()) {
       ReportToProfiler(block->address, static_cast<int64_t>(block->size), totals, device);
     }
-    return c10::DataPtr(reinterpret_cast<void*>(block->address), block, &DeleteBlock, where);
+    // The context is the address itself, as copy-on-write storages
+    // (torch._lazy_clone) require of the data pointers they wrap: the block
+    // is found by its address, which stays the same under a copy-on-write
+    // wrapper.
+    void* address = reinterpret_cast<void*>(block->address);
+    return c10::DataPtr(address, address, &FreeAt, where);
+  }
+
+  bool is_simple_data_ptr(const c10::DataPtr& data) const override {
+    return data.get() == data.get_context();
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
@@ -170,9 +180,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
   std::optional<BufferSlice> SliceOf(const c10::DataPtr& data) {
-    if (data.get_deleter() != &DeleteBlock) return std::nullopt;
-    auto* block = static_cast<const Block*>(data.get_context());
     absl::MutexLock lock(&mutex_);
+    const Block* block = BlockOf(data);
+    if (block == nullptr) return std::nullopt;
     const neuronrt::DeviceBuffer& buffer = block->segment->buffer;
     return BufferSlice{
         .buffer = buffer,
@@ -180,10 +190,9 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
   void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
-    if (data.get_deleter() != &DeleteBlock) return;
-    auto* block = static_cast<Block*>(data.get_context());
     absl::MutexLock lock(&mutex_);
-    if (stream.id() == block->stream()) return;
+    Block* block = BlockOf(data);
+    if (block == nullptr || stream.id() == block->stream()) return;
     if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) ==
         block->stream_uses.end()) {
       block->stream_uses.push_back(stream);
@@ -253,7 +262,16 @@ class CachingAllocator final : public c10::DeviceAllocator {
 
  private:
   static void DeleteNothing(void* /*context*/) {}
-  static void DeleteBlock(void* context);
+  static void FreeAt(void* address);
+
+  // The allocated block `data` points to: one of this allocator's data
+  // pointers, or a copy-on-write one wrapping it (whose block stays
+  // allocated while any of its copies lives). nullptr for other memory.
+  Block* BlockOf(const c10::DataPtr& data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    if (data.get_deleter() != &FreeAt && !c10::impl::cow::is_cow_data_ptr(data)) return nullptr;
+    auto it = allocated_.find(reinterpret_cast<uint64_t>(data.get()));
+    return it == allocated_.end() ? nullptr : it->second;
+  }
 
   DeviceState& State(c10::DeviceIndex device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     if (static_cast<size_t>(device) >= devices_.size()) devices_.resize(device + 1);
@@ -292,6 +310,7 @@ class CachingAllocator final : public c10::DeviceAllocator {
     block = Split(state, block, size);
     block->allocated = true;
     block->requested = requested;
+    allocated_.emplace(block->address, block);
     history_.Record(TraceEntry{.action = TraceAction::kAlloc, .device = device,
                                .address = block->address, .size = block->size,
                                .stream = stream, .context = context});
@@ -401,16 +420,21 @@ class CachingAllocator final : public c10::DeviceAllocator {
   }
 
  public:
-  void Free(Block* block) {
+  void Free(uint64_t address) {
     // A forked child's blocks belong to the parent's session: leave them.
     if (Runtime::InBadFork()) return;
-    const uint64_t address = block->address;
-    const int64_t size = static_cast<int64_t>(block->size);
-    const c10::DeviceIndex device = block->device;
     std::shared_ptr<c10::GatheredContext> context = history_.GatherForFree();
     Totals totals;
+    int64_t size = 0;
+    c10::DeviceIndex device = 0;
     {
       absl::MutexLock lock(&mutex_);
+      auto it = allocated_.find(address);
+      if (it == allocated_.end()) return;
+      Block* block = it->second;
+      allocated_.erase(it);
+      size = static_cast<int64_t>(block->size);
+      device = block->device;
       totals = FreeLocked(block, std::move(context));
     }
     if (c10::memoryProfilingEnabled()) ReportToProfiler(address, -size, totals, device);
@@ -547,11 +571,16 @@ class CachingAllocator final : public c10::DeviceAllocator {
   AllocatorHistory history_;
   absl::Mutex mutex_;
   std::vector<std::unique_ptr<DeviceState>> devices_ ABSL_GUARDED_BY(mutex_);
+  // Allocated blocks by address (addresses are unique across the session's
+  // devices).
+  absl::flat_hash_map<uint64_t, Block*> allocated_ ABSL_GUARDED_BY(mutex_);
 };
 
 CachingAllocator* allocator = new CachingAllocator();
 
-void CachingAllocator::DeleteBlock(void* context) { allocator->Free(static_cast<Block*>(context)); }
+void CachingAllocator::FreeAt(void* address) {
+  allocator->Free(reinterpret_cast<uint64_t>(address));
+}
 
 }  // namespace
 

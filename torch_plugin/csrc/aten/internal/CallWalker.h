@@ -59,7 +59,11 @@ class CallWalker {
   }
 
   void Walk(Stack& arguments) {
-    for (size_t i = 0; i < arguments.size(); ++i) Argument(info_.kinds[i], arguments[i]);
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      writing_ = info_.is_written[i];
+      Argument(info_.kinds[i], arguments[i]);
+    }
+    writing_ = false;
   }
 
   rtd::TensorLayout Tensor(const at::Tensor& tensor) {
@@ -68,7 +72,8 @@ class CallWalker {
                 info_.qualified, ": expected every tensor on neuron:", static_cast<int>(device_),
                 ", got one on ", tensor.device().str());
     const uint32_t index = static_cast<uint32_t>(addresses.size());
-    addresses.push_back(reinterpret_cast<uint64_t>(tensor.data_ptr()));
+    addresses.push_back(reinterpret_cast<uint64_t>(writing_ ? tensor.mutable_data_ptr()
+                                                            : tensor.const_data_ptr()));
     AppendRaw(key, static_cast<int8_t>(tensor.scalar_type()));
     AppendInts(key, tensor.sizes());
     AppendInts(key, tensor.strides());
@@ -268,6 +273,8 @@ class CallWalker {
   std::vector<rtd::OpValue>* const plan_;
   std::vector<uint64_t>* const call_seeds_;
   size_t seeds_walked_ = 0;
+  // Whether the argument being walked is one the operator writes.
+  bool writing_ = false;
 };
 
 // The device a call runs on: that of its first neuron tensor, else its

@@ -93,13 +93,14 @@ std::optional<Stack> ToCpuZeros(const Stack& meta) {
 // sees the CPU's exception (its type and words, which programs and PyTorch's
 // tests match on; PyTorch's Python meta kernels word many checks as its
 // reference implementations do, and check some in another order). Returns
-// when the CPU accepts the call, or it cannot be asked without drawing random
-// numbers or filling too much memory; the caller then raises the meta error.
-void ThrowTheCpusErrorFor(const c10::OperatorHandle& op, const Stack& meta) {
-  if (op.hasTag(at::Tag::nondeterministic_seeded)) return;
+// whether the CPU accepts the call: false when it cannot be asked without
+// drawing random numbers or filling too much memory.
+bool CpuAcceptsOrThrowsItsError(const c10::OperatorHandle& op, const Stack& meta) {
+  if (op.hasTag(at::Tag::nondeterministic_seeded)) return false;
   std::optional<Stack> cpu = ToCpuZeros(meta);
-  if (!cpu) return;
+  if (!cpu) return false;
   op.callBoxed(*cpu);
+  return true;
 }
 
 }  // namespace
@@ -157,7 +158,9 @@ MetaOutcome RunMeta(const c10::OperatorHandle& op, Stack& meta) {
   } catch (const c10::NotImplementedError&) {
     return MetaOutcome::kNoMetaKernel;
   } catch (...) {
-    ThrowTheCpusErrorFor(op, arguments);
+    if (CpuAcceptsOrThrowsItsError(op, arguments)) {
+      return MetaOutcome::kMetaKernelRefusesWhatTheCpuAccepts;
+    }
     throw;
   }
   return MetaOutcome::kOk;

@@ -22,13 +22,21 @@ namespace torch_neuronx::internal {
 // device and generators by None.
 torch::jit::Stack ToMetaStack(const torch::jit::Stack& arguments, bool keep_offset);
 
-enum class MetaOutcome { kOk, kNoMetaKernel };
+enum class MetaOutcome {
+  kOk,
+  kNoMetaKernel,
+  // The meta kernel raised for arguments whose shapes the CPU's kernel
+  // accepts (index_reduce's with an empty index reads a slice of it): the
+  // meta kernel is wrong, not the call, and only the CPU's kernel can run it.
+  kMetaKernelRefusesWhatTheCpuAccepts,
+};
 
 // Runs `op` on meta tensors. Errors of the operator's own checks (shapes,
 // dtypes) propagate to the caller: they are the user's errors, raised at the
 // call as on the CPU, and with the CPU's exception where the CPU's kernel
 // refuses the same arguments (asked on zero-filled host copies of up to
-// 64 MiB; never for an operator that draws random numbers).
+// 64 MiB; never for an operator that draws random numbers). Where the CPU's
+// kernel accepts them, returns kMetaKernelRefusesWhatTheCpuAccepts.
 MetaOutcome RunMeta(const c10::OperatorHandle& op, torch::jit::Stack& meta);
 
 // Makes RunMeta call `meta` for `op` instead of dispatching to the Meta key.

@@ -192,6 +192,7 @@ std::unique_ptr<OpInfo> Describe(const c10::OperatorHandle& op) {
     const bool written = argument.alias_info() != nullptr && argument.alias_info()->isWrite();
     info->is_index.push_back(kind == ArgKind::kTensor && !written &&
                              (argument.name() == "index" || argument.name() == "indices"));
+    info->is_written.push_back(written);
     if (kind == ArgKind::kUnsupported && info->unsupported.empty()) {
       info->unsupported = absl::StrFormat("argument %s of type %s", argument.name(),
                                           argument.real_type()->str());

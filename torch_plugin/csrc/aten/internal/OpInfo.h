@@ -46,6 +46,10 @@ struct OpInfo {
   // Per argument: a tensor read as `index` or `indices` (index_fill,
   // index_select, gather, take, ...), which may come from the CPU.
   std::vector<bool> is_index;
+  // Per argument: written by the operator (in-place and out= arguments).
+  // Only these take a mutable data pointer, which copies a copy-on-write
+  // storage (torch._lazy_clone) first.
+  std::vector<bool> is_written;
   // Why the daemon cannot run it; empty when it can.
   std::string unsupported;
   // Returns alias inputs without writing them (view, transpose, ...).
