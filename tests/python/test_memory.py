@@ -130,3 +130,24 @@ def test_lazy_clones_free_their_memory_once_each_is_gone():
     assert clones[0].sum().item() == 0 and clones[1].sum().item() == 1 << 18
     del x, clones
     assert torch.neuron.memory_allocated() == base
+
+
+@pytest.mark.parametrize("dtype, fill", [(torch.float32, float("nan")), (torch.complex64, complex("nan")),
+                                         (torch.int32, 2**31 - 1), (torch.uint8, 255), (torch.bool, True),
+                                         (torch.uint64, 2**64 - 1)])
+def test_deterministic_mode_fills_new_memory_as_the_cpu_does(dtype, fill):
+    from torch.testing._internal.common_utils import DeterministicGuard
+    with DeterministicGuard(True, fill_uninitialized_memory=True):
+        empty = torch.empty(2, 3, device="neuron", dtype=dtype)
+        strided = torch.empty_strided((2, 3), (1, 2), device="neuron", dtype=dtype)
+        grown = torch.zeros(2, device="neuron", dtype=dtype)
+        grown.resize_(5)
+        cpu_grown = torch.zeros(2, dtype=dtype)
+        cpu_grown.resize_(5)
+    expected = torch.full((2, 3), fill, dtype=dtype)
+    for tensor in (empty, strided):
+        assert torch.equal(tensor.cpu(), expected) or (tensor.cpu().isnan().all() and expected.isnan().all())
+    assert grown.cpu()[:2].eq(0).all()
+    assert torch.equal(grown.cpu()[2:].isnan(), cpu_grown[2:].isnan())
+    if not (dtype.is_floating_point or dtype.is_complex):
+        assert torch.equal(grown.cpu(), cpu_grown)

@@ -234,3 +234,17 @@ def test_index_reduce_with_an_empty_index_runs_as_on_the_cpu(reduce):
     with pytest.raises(IndexError, match="out of range"):
         torch.zeros(3, device="neuron").index_reduce_(0, torch.tensor([5], device="neuron"),
                                                       torch.ones(1, device="neuron"), reduce)
+
+
+def test_an_unsigned_scalar_past_int64_runs_as_on_the_cpu():
+    # An executable's integers are int64: such a call runs on the CPU.
+    largest = 2**64 - 1
+    assert torch.zeros(3, dtype=torch.uint64, device="neuron").fill_(largest).cpu().tolist() == [largest] * 3
+    assert torch.full((2,), largest, dtype=torch.uint64, device="neuron").cpu().tolist() == [largest] * 2
+
+
+def test_masked_select_refuses_a_mask_that_is_not_bool_as_the_cpu_does():
+    values = torch.arange(4.0, device="neuron")
+    with pytest.raises(RuntimeError, match="masked_select: expected BoolTensor for mask"):
+        values.masked_select(torch.ones(4, dtype=torch.uint8, device="neuron"))
+    assert values.masked_select(values > 1).cpu().tolist() == [2.0, 3.0]

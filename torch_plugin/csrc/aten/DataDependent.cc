@@ -197,6 +197,8 @@ at::Tensor& IndexPut(at::Tensor& self, const c10::List<std::optional<at::Tensor>
 }
 
 at::Tensor MaskedSelect(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::ScalarType::Bool,
+              "masked_select: expected BoolTensor for mask");
   auto [values, flags] = at::expand_outplace(self, mask);
   const at::Tensor positions = Nonzero(flags->reshape({-1})).squeeze(1);
   return at::index_select(values->reshape({-1}), 0, positions);

@@ -117,12 +117,18 @@ void RunOnCpu(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
 // more dimensions than an executable's tensors may have (PyTorch's tensors
 // may; its reductions refuse them, which the CPU's kernels then say), or a
 // scalar list that mixes kinds of numbers (an executable's lists have one
-// kind, and converting them would change the result dtypes of some tensors).
+// kind, and converting them would change the result dtypes of some tensors),
+// or an unsigned integer past int64's range (an executable's integers are
+// int64).
 std::optional<std::string> WhyNotAnExecutable(c10::ArrayRef<c10::IValue> arguments) {
   auto past_rank = [](const at::Tensor& tensor) {
     return tensor.defined() && tensor.dim() > neuron::rtd::kMaxTensorDims;
   };
   for (const c10::IValue& value : arguments) {
+    if (value.isUnsigned() && !value.isInt()) {  // an int64 holds the others
+      return std::string("an unsigned integer argument is past int64's range, the integers an "
+                         "executable takes");
+    }
     bool too_many_dims = value.isTensor() && past_rank(value.toTensor());
     if (value.isTensorList()) {
       const c10::List<at::Tensor> list = value.toTensorList();

@@ -1,9 +1,12 @@
 // The operators the generic path cannot serve: allocation, metadata-only
 // views, storage resize and set_, reading a scalar back, and whether a
 // tensor may take another's place in place.
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
@@ -39,6 +42,14 @@ c10::Device Target(std::optional<c10::Device> device) {
   return target;
 }
 
+// torch.use_deterministic_algorithms(True) (fill_uninitialized_memory, on
+// by default): new memory holds NaN, or an integer dtype's largest value, as
+// on the CPU and CUDA.
+bool FillsUninitializedMemory() {
+  return at::globalContext().deterministicAlgorithms() &&
+         at::globalContext().deterministicFillUninitializedMemory();
+}
+
 at::Tensor Empty(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
                  std::optional<at::Layout> layout, std::optional<c10::Device> device,
                  std::optional<bool> /*pin_memory*/,
@@ -46,8 +57,10 @@ at::Tensor Empty(c10::IntArrayRef size, std::optional<at::ScalarType> dtype,
   TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
               "neuron tensors are strided; layout ", *layout, " is not supported");
   const c10::DeviceGuard guard(Target(device));
-  return at::detail::empty_generic(size, &NeuronAllocator(), kNeuronKeys, DeviceDtype(dtype),
-                                   memory_format);
+  at::Tensor result = at::detail::empty_generic(size, &NeuronAllocator(), kNeuronKeys,
+                                                DeviceDtype(dtype), memory_format);
+  if (FillsUninitializedMemory()) at::native::fill_empty_deterministic_(result);
+  return result;
 }
 
 at::Tensor EmptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -56,8 +69,10 @@ at::Tensor EmptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
   TORCH_CHECK(layout.value_or(at::kStrided) == at::kStrided,
               "neuron tensors are strided; layout ", *layout, " is not supported");
   const c10::DeviceGuard guard(Target(device));
-  return at::detail::empty_strided_generic(size, stride, &NeuronAllocator(), kNeuronKeys,
-                                           DeviceDtype(dtype));
+  at::Tensor result = at::detail::empty_strided_generic(size, stride, &NeuronAllocator(),
+                                                        kNeuronKeys, DeviceDtype(dtype));
+  if (FillsUninitializedMemory()) at::native::fill_empty_deterministic_(result);
+  return result;
 }
 
 at::Tensor AsStrided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -87,10 +102,12 @@ const at::Tensor& Resize(const at::Tensor& self, c10::IntArrayRef size,
   const size_t bytes =
       at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(),
                                                  self.storage_offset());
+  const auto old_bytes = static_cast<int64_t>(self.storage().nbytes());
   EnsureStorage(self, bytes);
   if (memory_format && *memory_format != c10::MemoryFormat::Preserve) {
     impl->empty_tensor_restride(*memory_format);
   }
+  if (FillsUninitializedMemory()) at::native::fill_resize_deterministic_(self, old_bytes);
   return self;
 }
 
