@@ -205,3 +205,14 @@ def test_a_mask_of_the_wrong_shape_raises_the_cpus_index_error(mask):
             arr[torch.tensor(mask, device=device)]
         with pytest.raises(IndexError, match="The shape of the mask"):
             arr[torch.tensor(mask, device=device)] = 0.0
+
+
+def test_a_cpu_tensor_indexed_with_neuron_indices_raises_cudas_error():
+    x = torch.randn(3, 4)
+    index = torch.tensor([0, 2], device="neuron")
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu or on the same device "
+                                           r"as the indexed tensor \(cpu\)"):
+        x[index]
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu"):
+        x[:, index]
+    assert torch.equal(x.to("neuron")[index.cpu()].cpu(), x[index.cpu()])  # CPU indices: fine
