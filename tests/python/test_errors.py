@@ -216,3 +216,12 @@ def test_a_cpu_tensor_indexed_with_neuron_indices_raises_cudas_error():
     with pytest.raises(RuntimeError, match=r"indices should be either on cpu"):
         x[:, index]
     assert torch.equal(x.to("neuron")[index.cpu()].cpu(), x[index.cpu()])  # CPU indices: fine
+
+
+def test_a_neuron_tensor_indexed_with_indices_on_another_neuron_device_raises_cudas_error():
+    if torch.neuron.device_count() < 2:
+        pytest.skip("needs two neuron devices")
+    x = torch.randn(3, 4, device="neuron:0")
+    with pytest.raises(RuntimeError, match=r"indices should be either on cpu or on the same device "
+                                           r"as the indexed tensor \(neuron:0\)"):
+        x[torch.tensor([0, 2], device="neuron:1")]

@@ -1,7 +1,5 @@
 #include "csrc/aten/internal/CallWalker.h"
 
-#include <algorithm>
-
 namespace torch_neuronx::internal {
 
 std::optional<c10::DeviceIndex> CallDevice(const OpInfo& info, const Stack& arguments) {
@@ -39,15 +37,18 @@ void MoveCpuScalarsAndIndices(const OpInfo& info, c10::DeviceIndex device, Stack
     }
     return std::nullopt;
   };
-  // A CPU tensor indexed with neuron indices (x_cpu[idx_neuron]): only the
-  // indices may be on the CPU; the CPU's tensor is not moved to the device.
-  // CUDA's words.
-  const bool indexes = std::find(info.kinds.begin(), info.kinds.end(),
-                                 ArgKind::kOptionalTensorList) != info.kinds.end();
-  if (indexes && !arguments.empty() && arguments[0].isTensor()) {
+  // Indices on the CPU or on the indexed tensor's device, in CUDA's words: a
+  // CPU tensor indexed with neuron indices (x_cpu[idx_neuron]) is not moved
+  // to the device, nor are indices moved between neuron devices.
+  for (size_t i = 1; i < arguments.size() && arguments[0].isTensor(); ++i) {
+    if (info.kinds[i] != ArgKind::kOptionalTensorList || !arguments[i].isList()) continue;
     const at::Tensor& self = arguments[0].toTensor();
-    TORCH_CHECK(!self.defined() || !self.device().is_cpu(), "indices should be either on ",
-                c10::kCPU, " or on the same device as the indexed tensor (", self.device(), ")");
+    for (const c10::IValue& item : arguments[i].toListRef()) {
+      if (!item.isTensor() || !item.toTensor().defined()) continue;
+      const c10::Device where = item.toTensor().device();
+      TORCH_CHECK(where.is_cpu() || where == self.device(), "indices should be either on ",
+                  c10::kCPU, " or on the same device as the indexed tensor (", self.device(), ")");
+    }
   }
   for (size_t i = 0; i < arguments.size(); ++i) {
     c10::IValue& value = arguments[i];
