@@ -225,3 +225,35 @@ def test_a_neuron_tensor_indexed_with_indices_on_another_neuron_device_raises_cu
     with pytest.raises(RuntimeError, match=r"indices should be either on cpu or on the same device "
                                            r"as the indexed tensor \(neuron:0\)"):
         x[torch.tensor([0, 2], device="neuron:1")]
+
+
+OVERLAP = "unsupported operation"
+
+
+def test_writes_into_memory_an_input_shares_raise_as_on_the_cpu():
+    # The daemon's kernels see each argument as memory of its own; the CPU's
+    # overlap checks are made at the call.
+    for device in ("cpu", "neuron"):
+        x = torch.arange(6.0, device=device)
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            x[:-1].copy_(x[1:])
+        expanded = torch.zeros(1, device=device).expand(6)
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            expanded.copy_(torch.ones(6, device=device))
+        index = torch.tensor([2, 1, 0], device=device)
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            x.put_(index, x[:3])
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            x.index_put_((index,), x[:3])
+        mask = torch.tensor([True, False, True, True, False], device=device)
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            mask[1:].masked_fill_(mask[:-1], False)
+        with pytest.warns(UserWarning, match="expanded tensors"):
+            expanded.index_fill_(0, index, 1.0)
+        for _ in range(2):  # the same view: refused by index_put_, every time
+            with pytest.raises(RuntimeError, match=OVERLAP):
+                index.index_put_((index,), index)
+        assert x.cpu().tolist() == list(range(6))  # nothing was written
+        x.add_(x)  # the same view: fine
+        x[::2].mul_(x[1::2])  # disjoint: fine
+        assert x.cpu().tolist() == [0.0, 2.0, 24.0, 6.0, 80.0, 10.0]

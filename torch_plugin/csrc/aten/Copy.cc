@@ -3,6 +3,7 @@
 // rest convert on the host (CPU side) or run aten::copy_ in the daemon
 // (device side: strides, dtype casts, broadcasting).
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/_conj.h>
@@ -178,7 +179,12 @@ at::Tensor CopyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_bloc
               "copy_: cannot copy a tensor of shape ", self.sizes(), " into one of shape ",
               dst.sizes());
   if (dst.numel() == 0) return dst;
+  // The CPU's and CUDA's copy_ (a TensorIterator's checks): a destination
+  // whose elements share memory, or that shares some of the source's, is
+  // refused; copy_ leaves a source viewing the same data alone before here.
+  at::assert_no_internal_overlap(dst);
   if (IsNeuron(self) && IsNeuron(dst)) {
+    at::assert_no_partial_overlap(dst, self);
     DeviceToDevice(self, dst);
   } else if (IsNeuron(dst)) {
     TORCH_CHECK(self.device().is_cpu(), "copy_: from ", self.device(), " to neuron");

@@ -46,6 +46,7 @@ using internal::CallDevice;
 using internal::CallWalker;
 using internal::CheckForeachAsTheCpuDoes;
 using internal::CheckNumbersAsTheCpuDoes;
+using internal::CheckOverlapAsTheCpuDoes;
 using internal::DefaultDtypeIsNotDaemons;
 using internal::InfoFor;
 using internal::LaunchInSlices;
@@ -464,6 +465,7 @@ void Launch(const c10::OperatorHandle& op, const OpInfo& info, Stack* stack,
   TORCH_CHECK(device.has_value(), info.qualified, ": no neuron tensor among its arguments");
   MoveCpuScalarsAndIndices(info, *device, arguments);
   CheckNumbersAsTheCpuDoes(op, info, arguments);
+  CheckOverlapAsTheCpuDoes(op, info, arguments);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *device));
   PromoteIntegerInputsToDefaultDtype(op, info, arguments);
   LaunchedCall call = LaunchArguments(op, info, *device, arguments, run_meta);

@@ -30,6 +30,19 @@ void CheckNumbersAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
 void CheckForeachAsTheCpuDoes(const c10::OperatorHandle& op,
                                     const torch::jit::Stack& arguments);
 
+// For an operator that writes an argument (in-place, out=) where a written
+// tensor's elements share memory (an expanded tensor) or it shares memory
+// with another argument (as the same view: once per operator): runs the
+// CPU's kernel on zero-filled host copies of the arguments that share memory
+// in the same way, so that the CPU's overlap checks raise at the call ("unsupported
+// operation: some elements of the input tensor and the written-to tensor
+// refer to a single memory location") and its deprecation warnings (writes
+// to expanded tensors) are given. The daemon's kernel sees every argument as
+// memory of its own and cannot tell. Not for random operators (they would
+// draw from the CPU's generator), nor past 64 MiB of copies.
+void CheckOverlapAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
+                              const torch::jit::Stack& arguments);
+
 }  // namespace torch_neuronx::internal
 
 #endif  // TORCH_NEURONX_CSRC_ATEN_INTERNAL_CPU_CHECKS_H_
