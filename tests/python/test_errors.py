@@ -242,6 +242,10 @@ def test_writes_into_memory_an_input_shares_raise_as_on_the_cpu():
             expanded.copy_(torch.ones(6, device=device))
         index = torch.tensor([2, 1, 0], device=device)
         with pytest.raises(RuntimeError, match=OVERLAP):
+            torch.pow(x[:3], 2, out=x[1:4])
+        with pytest.raises(RuntimeError, match=OVERLAP):
+            torch.pow(2, x[:3], out=x[1:4])
+        with pytest.raises(RuntimeError, match=OVERLAP):
             x.put_(index, x[:3])
         with pytest.raises(RuntimeError, match=OVERLAP):
             x.index_put_((index,), x[:3])

@@ -248,3 +248,16 @@ def test_masked_select_refuses_a_mask_that_is_not_bool_as_the_cpu_does():
     with pytest.raises(RuntimeError, match="masked_select: expected BoolTensor for mask"):
         values.masked_select(torch.ones(4, dtype=torch.uint8, device="neuron"))
     assert values.masked_select(values > 1).cpu().tolist() == [2.0, 3.0]
+
+
+@pytest.mark.parametrize("op", [torch.true_divide, torch.add, torch.sub, torch.mul, torch.pow,
+                                torch.remainder, torch.div, torch.xlogy])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
+def test_a_python_number_in_a_tensor_argument_takes_no_part_in_type_promotion(op, dtype):
+    # torch.true_divide(3.5, t): Python passes 3.5 as a wrapped 0-d float64
+    # tensor, which must not make the result float64.
+    for tensor in (torch.tensor(2, dtype=dtype), torch.tensor([1, 2], dtype=dtype)):
+        expected = op(3.5, tensor)
+        result = op(3.5, tensor.to("neuron"))
+        assert result.dtype == expected.dtype
+        torch.testing.assert_close(result.cpu(), expected)

@@ -543,6 +543,7 @@ std::optional<std::vector<at::Tensor>> TryLaunchBorrowed(const c10::OperatorHand
     if (!device) device = tensor.device().index();
   }
   if (!device) return std::nullopt;
+  CheckOverlapAsTheCpuDoes(op, info, arguments);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, *device));
   LaunchedCall call = LaunchArguments(op, info, *device, arguments, /*run_meta=*/true);
   if (call.outcome != LaunchOutcome::kLaunched) return std::nullopt;

@@ -33,7 +33,13 @@ void MoveCpuScalarsAndIndices(const OpInfo& info, c10::DeviceIndex device, Stack
   auto move = [&](const at::Tensor& tensor,
                   bool is_index = false) -> std::optional<at::Tensor> {
     if (tensor.defined() && tensor.device().is_cpu() && (tensor.dim() == 0 || is_index)) {
-      return tensor.to(target);
+      at::Tensor moved = tensor.to(target);
+      // A Python number passed where a tensor goes (torch.true_divide(3.5,
+      // t)) takes no part in type promotion; its device copy must not either.
+      if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
+        moved.unsafeGetTensorImpl()->set_wrapped_number(true);
+      }
+      return moved;
     }
     return std::nullopt;
   };

@@ -33,7 +33,15 @@ std::optional<c10::KernelFunction> CppMetaFor(const c10::OperatorHandle& op) {
 
 at::Tensor ToMeta(const at::Tensor& tensor, bool keep_offset) {
   const at::TensorOptions options = tensor.options().device(c10::kMeta);
-  if (!keep_offset) return at::empty_strided(tensor.sizes(), tensor.strides(), options);
+  if (!keep_offset) {
+    at::Tensor meta = at::empty_strided(tensor.sizes(), tensor.strides(), options);
+    // A Python number passed where a tensor goes takes no part in type
+    // promotion (torch.true_divide(3.5, t) has t's dtype).
+    if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
+      meta.unsafeGetTensorImpl()->set_wrapped_number(true);
+    }
+    return meta;
+  }
   int64_t extent = 1;
   for (int64_t d = 0; d < tensor.dim(); ++d) {
     if (tensor.size(d) == 0) {
