@@ -77,6 +77,9 @@ def test_resize_and_set():
     assert x.cpu()[0, :2].tolist() == [7.0, 8.0]
     y = torch.empty(0, device="neuron").set_(x.untyped_storage(), 0, (4,), (1,))
     assert y.cpu().tolist()[:2] == [7.0, 8.0]
+    z = torch.tensor([], device="neuron").set_(x)
+    assert x.is_set_to(z) and z.is_set_to(x)
+    assert not x.is_set_to(y) and not x.is_set_to(x.clone())
 
 
 def test_tensors_of_more_than_sixteen_dimensions():

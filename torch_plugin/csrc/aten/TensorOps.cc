@@ -1,6 +1,6 @@
 // The operators the generic path cannot serve: allocation, metadata-only
-// views, storage resize and set_, reading a scalar back, and whether a
-// tensor may take another's place in place.
+// views, storage resize, set_ and is_set_to, reading a scalar back, and
+// whether a tensor may take another's place in place.
 #include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
@@ -9,6 +9,7 @@
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -203,6 +204,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Storage", SetSource);
   m.impl("set_.source_Tensor", SetTensor);
   m.impl("set_", SetEmpty);
+  // Metadata: the same storage, offset, sizes and strides (the daemon would
+  // see every tensor as memory of its own).
+  m.impl("is_set_to", at::native::is_set_to);
   m.impl("_local_scalar_dense", LocalScalarDense);
 }
 
