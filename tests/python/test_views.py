@@ -92,3 +92,13 @@ def test_tensors_of_more_than_sixteen_dimensions():
     torch.testing.assert_close(d.sum(dim=17).cpu(), x.sum(dim=17))
     order = tuple(reversed(range(20)))
     torch.testing.assert_close(d.permute(order).contiguous().cpu(), x.permute(order).contiguous())
+
+
+def test_an_out_tensor_the_operator_resizes_takes_its_layout():
+    # As the CPU's TensorIterator restrides the out= tensors it resizes: the
+    # result follows a permuted input's memory layout.
+    for device in ("cpu", "neuron"):
+        x = torch.randn(2, 3, 8, device=device)[:, :, ::2].permute(2, 0, 1)
+        out = torch.add(x, x, out=torch.empty(0, device=device))
+        assert out.stride() == (1, 12, 4)
+        torch.testing.assert_close(out.cpu(), (x + x).cpu())

@@ -239,6 +239,12 @@ std::shared_ptr<const Plan> BuildPlan(const c10::OperatorHandle& op, const OpInf
     }
     if (!real.sizes().equals(shaped.sizes())) {
       real.resize_(shaped.sizes());
+      // Strided as the operator made it (a TensorIterator's output follows
+      // its inputs' memory layout), as the CPU's kernels restride the out=
+      // tensors they resize.
+      if (!real.strides().equals(shaped.strides())) {
+        real.as_strided_(shaped.sizes(), shaped.strides());
+      }
       *resized = true;
     }
   }
