@@ -261,3 +261,23 @@ def test_a_python_number_in_a_tensor_argument_takes_no_part_in_type_promotion(op
         result = op(3.5, tensor.to("neuron"))
         assert result.dtype == expected.dtype
         torch.testing.assert_close(result.cpu(), expected)
+
+
+@pytest.mark.parametrize("module, shape, memory_format", [
+    (torch.nn.ReplicationPad2d((1, 2, 3, 1)), (2, 3, 4, 5), torch.channels_last),
+    (torch.nn.ReplicationPad3d(1), (2, 3, 4, 5, 6), torch.channels_last_3d),
+    (torch.nn.ReflectionPad3d(1), (2, 3, 4, 5, 6), torch.channels_last_3d),
+], ids=["replication_pad2d", "replication_pad3d", "reflection_pad3d"])
+def test_a_kernel_that_restrides_its_out_tensor_gives_the_cpus_values(module, shape, memory_format):
+    # These CPU kernels restride a right-sized out= tensor to their input's
+    # channels-last layout and write it so; the daemon puts the values back
+    # in the layout the client reads.
+    x = torch.randn(shape).contiguous(memory_format=memory_format)
+    grad = torch.randn_like(module(x))
+    on_cpu = x.clone().requires_grad_()
+    module(on_cpu).backward(grad)
+    on_neuron = x.to("neuron").requires_grad_()
+    result = module(on_neuron)
+    result.backward(grad.to("neuron"))
+    torch.testing.assert_close(result.detach().cpu(), module(x))
+    torch.testing.assert_close(on_neuron.grad.cpu(), on_cpu.grad)

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "daemon/hal/device.h"
 #include "daemon/hal/sim/internal/aten_call.h"
@@ -38,6 +41,48 @@ class AtenExecutable final : public SimExecutable {
   mutable LaunchParallelism parallelism;
 };
 
+// A tensor argument the operator writes (in-place, out=), as the stack
+// holds it, with the layout the client planned for its memory.
+struct WrittenArgument {
+  at::Tensor tensor;
+  const TensorLayout* layout;
+};
+
+std::vector<WrittenArgument> WrittenArguments(const internal::PreparedCall& call,
+                                              const EagerOpPlan& plan,
+                                              const torch::jit::Stack& stack) {
+  std::vector<WrittenArgument> written;
+  const std::vector<c10::Argument>& schema = call.op.schema().arguments();
+  for (size_t i = 0; i < plan.arguments.size() && i < schema.size() && i < stack.size(); ++i) {
+    const c10::AliasInfo* alias = schema[i].alias_info();
+    const auto* layout = std::get_if<TensorLayout>(&plan.arguments[i]);
+    if (alias == nullptr || !alias->isWrite() || layout == nullptr || !stack[i].isTensor()) {
+      continue;
+    }
+    written.push_back({stack[i].toTensor(), layout});
+  }
+  return written;
+}
+
+// Some CPU kernels restride an out= tensor of the right size in place to
+// the layout they pick from their input (replication_pad2d of a
+// channels-last input makes its output channels-last), then write it so:
+// the bytes in device memory are then laid out otherwise than the client
+// reads them. Rewrites such a tensor's values in the planned layout.
+absl::Status KeepPlannedLayouts(HbmArena& arena, std::span<const uint64_t> bindings,
+                                const std::vector<WrittenArgument>& written) {
+  for (const WrittenArgument& argument : written) {
+    const TensorLayout& layout = *argument.layout;
+    const at::Tensor& tensor = argument.tensor;
+    if (tensor.sizes().equals(layout.sizes) && tensor.strides().equals(layout.strides)) continue;
+    absl::StatusOr<at::Tensor> planned = internal::WrapLayout(arena, layout, bindings);
+    if (!planned.ok()) return planned.status();
+    if (!planned->sizes().equals(tensor.sizes())) continue;  // resized: the client's check
+    planned->copy_(tensor.clone());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunCall(HbmArena& arena, const AtenExecutable& executable,
                      std::span<const uint64_t> bindings, std::span<const uint8_t> immediates) {
   const EagerOpPlan& plan = executable.plan;
@@ -53,6 +98,7 @@ absl::Status RunCall(HbmArena& arena, const AtenExecutable& executable,
   // The sim runs the CPU kernels themselves: no autograd, no views kept.
   c10::InferenceMode inference;
   internal::CheckUncheckedIndices(qualified, stack);
+  const std::vector<WrittenArgument> written = WrittenArguments(executable.call, plan, stack);
   if (plan.default_generator) {
     absl::StatusOr<uint64_t> seed = internal::ReadSeed(immediates, plan.default_generator->offset);
     if (!seed.ok()) return seed.status();
@@ -60,6 +106,7 @@ absl::Status RunCall(HbmArena& arena, const AtenExecutable& executable,
   } else {
     executable.call.op.callBoxed(stack);
   }
+  if (absl::Status kept = KeepPlannedLayouts(arena, bindings, written); !kept.ok()) return kept;
   const std::vector<at::Tensor> results = internal::FlattenResults(stack);
   const size_t expected = plan.outputs.size() + plan.undefined_results.size();
   if (!plan.outputs.empty() && results.size() < expected) {
