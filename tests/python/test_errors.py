@@ -261,3 +261,8 @@ def test_writes_into_memory_an_input_shares_raise_as_on_the_cpu():
         x.add_(x)  # the same view: fine
         x[::2].mul_(x[1::2])  # disjoint: fine
         assert x.cpu().tolist() == [0.0, 2.0, 24.0, 6.0, 80.0, 10.0]
+        # Checked on zero-filled copies: a check that depends on the values
+        # (an integer division by zero) is not the call's.
+        integers = torch.tensor([6, 7], device=device)
+        integers.div_(torch.tensor([2, 3], device=device), rounding_mode="floor")
+        assert integers.cpu().tolist() == [3, 2]

@@ -38,8 +38,10 @@ void CheckForeachAsTheCpuDoes(const c10::OperatorHandle& op,
 // operation: some elements of the input tensor and the written-to tensor
 // refer to a single memory location") and its deprecation warnings (writes
 // to expanded tensors) are given. The daemon's kernel sees every argument as
-// memory of its own and cannot tell. Not for random operators (they would
-// draw from the CPU's generator), nor past 64 MiB of copies.
+// memory of its own and cannot tell. Only the overlap checks' errors are
+// raised (the copies' zeros would fail other, value-dependent checks). Not
+// for random operators (they would draw from the CPU's generator), nor past
+// 64 MiB of copies.
 void CheckOverlapAsTheCpuDoes(const c10::OperatorHandle& op, const OpInfo& info,
                               const torch::jit::Stack& arguments);
 
