@@ -294,3 +294,18 @@ def test_bad_input_gets_a_clear_error_at_the_call():
         x + torch.ones(2)
     assert (x + torch.tensor(1.0)).cpu().tolist() == [2.0, 2.0]  # CPU scalars are fine
     assert (x * 3).sum().item() == 6.0  # the stream is still healthy
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e5m2fnuz,
+                                   torch.float8_e4m3fnuz, torch.float8_e8m0fnu])
+def test_every_float8_dtype_runs_operators(dtype):
+    values = torch.tensor([0.5, 1.0, 2.0, 4.0]).to(dtype)
+    device = values.to("neuron")
+    assert device.dtype == dtype
+    assert torch.equal(device.cpu().float(), values.float())
+    # Operators that launch on the device: a copy, a fill, an index select.
+    assert torch.equal(device.clone().cpu().float(), values.float())
+    assert torch.equal(torch.full((2,), 2.0, dtype=dtype, device="neuron").cpu().float(),
+                       torch.full((2,), 2.0))
+    index = torch.tensor([3, 0], device="neuron")
+    assert device.index_select(0, index).cpu().float().tolist() == [4.0, 0.5]

@@ -11,6 +11,9 @@ uint32_t ElementBytes(int32_t dtype) {
     case 11:  // bool
     case 23:  // float8_e5m2
     case 24:  // float8_e4m3fn
+    case 25:  // float8_e5m2fnuz
+    case 26:  // float8_e4m3fnuz
+    case 44:  // float8_e8m0fnu
       return 1;
     case 2:   // int16
     case 27:  // uint16
