@@ -251,7 +251,7 @@ def test_masked_select_refuses_a_mask_that_is_not_bool_as_the_cpu_does():
 
 
 @pytest.mark.parametrize("op", [torch.true_divide, torch.add, torch.sub, torch.mul, torch.pow,
-                                torch.remainder, torch.div, torch.xlogy])
+                                torch.remainder, torch.div, torch.floor_divide, torch.xlogy])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32])
 def test_a_python_number_in_a_tensor_argument_takes_no_part_in_type_promotion(op, dtype):
     # torch.true_divide(3.5, t): Python passes 3.5 as a wrapped 0-d float64
@@ -259,6 +259,18 @@ def test_a_python_number_in_a_tensor_argument_takes_no_part_in_type_promotion(op
     for tensor in (torch.tensor(2, dtype=dtype), torch.tensor([1, 2], dtype=dtype)):
         expected = op(3.5, tensor)
         result = op(3.5, tensor.to("neuron"))
+        assert result.dtype == expected.dtype
+        torch.testing.assert_close(result.cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32])
+def test_floor_division_by_a_python_number_matches_the_cpu(dtype):
+    # The number reaches the operator as a wrapped 0-d CPU tensor (MoE
+    # routers and beam search divide indices so).
+    values = torch.arange(-7, 9).to(dtype)
+    for divisor in (2, 3, 2.5):
+        expected = values // divisor
+        result = values.to("neuron") // divisor
         assert result.dtype == expected.dtype
         torch.testing.assert_close(result.cpu(), expected)
 

@@ -2,6 +2,7 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/scalar_tensor.h>
 
 #include <functional>
 #include <utility>
@@ -32,16 +33,17 @@ std::optional<c10::KernelFunction> CppMetaFor(const c10::OperatorHandle& op) {
 }
 
 at::Tensor ToMeta(const at::Tensor& tensor, bool keep_offset) {
-  const at::TensorOptions options = tensor.options().device(c10::kMeta);
-  if (!keep_offset) {
-    at::Tensor meta = at::empty_strided(tensor.sizes(), tensor.strides(), options);
-    // A Python number passed where a tensor goes takes no part in type
-    // promotion (torch.true_divide(3.5, t) has t's dtype).
-    if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
-      meta.unsafeGetTensorImpl()->set_wrapped_number(true);
-    }
-    return meta;
+  if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
+    // A Python number passed where a tensor goes (x // 2): as PyTorch hands
+    // it to meta kernels, a wrapped 0-d CPU tensor, which takes no part in
+    // type promotion. Its value is not the call's (the device holds that);
+    // 1 fails no check a meta kernel makes of a number (a division by it).
+    at::Tensor number = at::scalar_tensor(1, tensor.options().device(c10::kCPU));
+    number.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return number;
   }
+  const at::TensorOptions options = tensor.options().device(c10::kMeta);
+  if (!keep_offset) return at::empty_strided(tensor.sizes(), tensor.strides(), options);
   int64_t extent = 1;
   for (int64_t d = 0; d < tensor.dim(); ++d) {
     if (tensor.size(d) == 0) {
